@@ -1,0 +1,186 @@
+"""The controller loop: one loop for every backend (simulated, local processes, SLURM steps).
+
+It polls the executor for events, turns them into journal records, lets the scheduler
+observe each record and decide, and applies the decisions through the executor. Time comes
+from an injected clock; the run's state is a replay of the records it committed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from hpcsched.executors.base import Executor, LaunchRequest, TrialExit, TrialReport, TrialStarted
+from hpcsched.journal import Journal
+from hpcsched.records import (EntranceClosed, Exited, Launched, Record, Reported, RunFinished, RunStarted,
+                              Running, StopRequested, TrialCreated)
+from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial,
+                                           Scheduler, Situation, StartTrial, StopTrial)
+from hpcsched.state import LIVE, RunState
+
+
+class SchedulerError(RuntimeError):
+    """A scheduler returned a decision that cannot be applied (a bug in the policy)."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the controller needs to know about the run, whatever the backend."""
+
+    name: str
+    variant: str
+    spec_digest: str
+    seed: int
+    deadline: float  # absolute, on the clock's time line
+    atom_ids: tuple[str, ...]
+    max_trials: int | None = None  # combined limit of spec, space and workload
+    stop_margin: float = 0.0  # ask trials to checkpoint this long before the deadline
+    wind_down_grace: float = 0.0  # after the deadline, how long to wait for trials to exit
+
+
+class Controller:
+    def __init__(self, settings: RunSettings, scheduler: Scheduler, executor: Executor, clock,
+                 journal: Journal, configs: Callable[[int], dict[str, Any]], state: RunState,
+                 on_record: Callable[[Record, RunState], None] | None = None):
+        self.settings = settings
+        self.scheduler = scheduler
+        self.executor = executor
+        self.clock = clock
+        self.journal = journal
+        self.configs = configs
+        self.state = state
+        self.on_record = on_record
+
+    # ------------------------------------------------------------ the loop
+
+    def run(self) -> RunState:
+        """Run until the deadline (less the stop margin) or until nothing is left to do."""
+        s = self.settings
+        if self.state.started is None:
+            self._commit(RunStarted(self.clock.now(), s.name, s.deadline, len(s.atom_ids), s.seed,
+                                    s.spec_digest, s.variant, s.atom_ids))
+        stop_at = s.deadline - s.stop_margin
+        reason = "deadline"
+        while True:
+            now = self.clock.now()
+            for event in self.executor.poll(now):
+                self._handle(event)
+                self._decide()
+            if now >= stop_at:
+                break
+            acted = self._decide()
+            if not acted and self.state.live_count == 0:
+                reason = "nothing left to run"
+                break
+            self.clock.sleep_until(min(self.executor.next_wakeup(now), stop_at))
+        self._wind_down()
+        st = self.state
+        self._commit(RunFinished(self.clock.now(), reason, st.best_trial, st.best_score, st.best_step))
+        return st
+
+    def _wind_down(self) -> None:
+        """Ask every live trial to checkpoint and exit; wait for them up to the grace period."""
+        for trial in list(self.state.trials.values()):
+            if trial.status in LIVE and trial.intent not in ("pause", "stop", "deadline"):
+                self._commit(StopRequested(self.clock.now(), trial.trial_id, "deadline"))
+                self.executor.request_stop(trial.trial_id)
+        give_up = self.clock.now() + self.settings.wind_down_grace
+        while self.state.live_count:
+            now = self.clock.now()
+            for event in self.executor.poll(now):
+                self._handle(event)
+            if not self.state.live_count:
+                break
+            if now >= give_up:
+                self.executor.shutdown()
+                for trial in list(self.state.trials.values()):
+                    if trial.status in LIVE:
+                        self._commit(Exited(now, trial.trial_id, "errored", trial.step,
+                                            "did not exit after the stop request; killed"))
+                break
+            wake = self.executor.next_wakeup(now)
+            self.clock.sleep_until(min(wake, give_up) if math.isfinite(wake) else give_up)
+
+    # ------------------------------------------------------------ events
+
+    def _handle(self, event) -> None:
+        trial = self.state.trials.get(event.trial_id)
+        if trial is None or trial.status not in LIVE:
+            return  # stale event of a trial that already exited
+        if isinstance(event, TrialStarted):
+            if trial.status == "launching":
+                self._commit(Running(event.t, event.trial_id, max(0.0, event.t - trial.launched_at)))
+        elif isinstance(event, TrialReport):
+            if trial.running_since is None:  # a report before the started mark: count it as started
+                self._commit(Running(event.t, event.trial_id, max(0.0, event.t - trial.launched_at)))
+            self._commit(Reported(event.t, event.trial_id, event.step, event.score))
+        elif isinstance(event, TrialExit):
+            self._commit(Exited(event.t, event.trial_id, event.outcome, event.step, event.error))
+            if trial.status == "paused" and trial.relaunch_atoms:
+                self._launch(trial.trial_id, trial.relaunch_atoms, "resize")
+
+    # ------------------------------------------------------------ decisions
+
+    def situation(self) -> Situation:
+        st, s = self.state, self.settings
+        left = None if s.max_trials is None else s.max_trials - len(st.trials)
+        return Situation(self.clock.now(), st.started.t, s.deadline, st.total_atoms, st.free_atoms, left)
+
+    def _decide(self) -> bool:
+        decisions = self.scheduler.decide(self.situation())
+        for decision in decisions:
+            self._apply(decision)
+        return bool(decisions)
+
+    def _apply(self, d: Decision) -> None:
+        now = self.clock.now()
+        st = self.state
+        if isinstance(d, StartTrial):
+            index = len(st.trials)
+            if self.settings.max_trials is not None and index >= self.settings.max_trials:
+                raise SchedulerError(f"{d}: no trials left to start")
+            trial_id = f"t{index:04d}"
+            self._commit(TrialCreated(now, trial_id, index, self.configs(index)))
+            self._launch(trial_id, d.atoms, "start")
+        elif isinstance(d, ResumeTrial):
+            if st.trials[d.trial_id].status != "paused":
+                raise SchedulerError(f"{d}: trial is {st.trials[d.trial_id].status}")
+            self._launch(d.trial_id, d.atoms, "resume")
+        elif isinstance(d, (PauseTrial, StopTrial)):
+            trial = st.trials[d.trial_id]
+            if trial.status in ("launching", "running"):
+                intent = "pause" if isinstance(d, PauseTrial) else "stop"
+                self._commit(StopRequested(now, d.trial_id, intent, reason=d.reason))
+                self.executor.request_stop(d.trial_id)
+        elif isinstance(d, ResizeTrial):
+            trial = st.trials[d.trial_id]
+            if trial.status not in ("launching", "running"):
+                raise SchedulerError(f"{d}: trial is {trial.status}")
+            grow = d.atoms - len(trial.atoms)
+            if grow > st.free_atoms:
+                raise SchedulerError(f"{d}: needs {grow} more atoms, {st.free_atoms} free")
+            extra = st.pool.choose(grow) if grow > 0 else ()
+            self._commit(StopRequested(now, d.trial_id, "resize", d.atoms, extra, d.reason))
+            self.executor.request_stop(d.trial_id)
+        elif isinstance(d, CloseEntrance):
+            self._commit(EntranceClosed(now, d.reason))
+        else:
+            raise SchedulerError(f"unknown decision {d!r}")
+
+    def _launch(self, trial_id: str, n_atoms: int, reason: str) -> None:
+        st = self.state
+        if n_atoms < 1 or n_atoms > st.free_atoms:
+            raise SchedulerError(f"launch of {trial_id} on {n_atoms} atoms: {st.free_atoms} free")
+        trial = st.trials[trial_id]
+        atoms = st.pool.choose(n_atoms)
+        self._commit(Launched(self.clock.now(), trial_id, atoms, reason, trial.checkpoint_step))
+        self.executor.launch(LaunchRequest(trial_id, trial.index, trial.config, atoms, trial.checkpoint_step, reason))
+
+    def _commit(self, record: Record) -> None:
+        self.journal.append(record)
+        self.state.apply(record)
+        trial_id = getattr(record, "trial", None)
+        self.scheduler.observe(record, self.state.view(trial_id) if trial_id is not None else None)
+        if self.on_record is not None:
+            self.on_record(record, self.state)

@@ -1,0 +1,66 @@
+"""The executor interface and the events executors report to the controller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Union
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """Start (or restart from its checkpoint) one trial on the given atoms."""
+
+    trial_id: str
+    index: int
+    config: dict[str, Any]
+    atoms: tuple[str, ...]
+    from_step: int
+    reason: str  # start | resume | resize | recover
+
+
+@dataclass(frozen=True)
+class TrialStarted:
+    """The trial finished setup and checkpoint restore; it is training now."""
+
+    trial_id: str
+    t: float
+
+
+@dataclass(frozen=True)
+class TrialReport:
+    trial_id: str
+    t: float
+    step: int
+    score: float
+
+
+@dataclass(frozen=True)
+class TrialExit:
+    """The trial's process ended: ``checkpointed`` (asked to stop, checkpoint saved),
+    ``finished`` (ran to its end) or ``errored`` (crashed or killed; ``error`` says how)."""
+
+    trial_id: str
+    t: float
+    outcome: str
+    step: int = 0
+    error: str = ""
+
+
+Event = Union[TrialStarted, TrialReport, TrialExit]
+
+
+class Executor(Protocol):
+    def launch(self, request: LaunchRequest) -> None:
+        """Start the trial; its TrialStarted/TrialReport/TrialExit events follow through poll."""
+
+    def request_stop(self, trial_id: str) -> None:
+        """Ask the trial to finish its step, checkpoint and exit (a TrialExit follows)."""
+
+    def poll(self, now: float) -> list[Event]:
+        """Events that happened up to ``now``, in order."""
+
+    def next_wakeup(self, now: float) -> float:
+        """When the controller should poll next."""
+
+    def shutdown(self) -> None:
+        """Kill whatever is still running (the controller is exiting)."""

@@ -1,0 +1,124 @@
+"""The simulated executor: trials replay learning curves on a virtual clock.
+
+A trial on ``a`` atoms advances ``s_true(a)`` one-atom seconds of work per second; every
+start, resume and resize first costs ``startup`` seconds; a stop request takes effect at
+once, keeping the last reported step as the checkpoint. Events wait in a heap of
+(time, seq, ...) so ties come out first-in first-out.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from dataclasses import dataclass
+
+from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
+from hpcsched.scaling import Scaling
+from hpcsched.workloads import Curve, Workload
+
+_START, _STEP, _EXIT = 0, 1, 2
+
+
+@dataclass
+class _SimTrial:
+    curve: Curve
+    pos: int = 0  # reports done (index of the next report in the curve)
+    rate: float = 0.0
+    generation: int = 0
+    active: bool = False
+
+    @property
+    def step(self) -> int:
+        return int(self.curve.steps[self.pos - 1]) if self.pos else 0
+
+
+class SimExecutor:
+    def __init__(self, workload: Workload, clock, scaling: Scaling, startup: float):
+        self.workload = workload
+        self.clock = clock
+        self.scaling = scaling
+        self.startup = startup
+        self._heap: list[tuple[float, int, int, str, int]] = []
+        self._seq = itertools.count()
+        self._trials: dict[str, _SimTrial] = {}
+        self._curves: dict[int, Curve] = {}
+
+    @property
+    def capacity(self) -> int:
+        return self.workload.size
+
+    def curve(self, index: int) -> Curve:
+        """The curve trial ``index`` replays (cached; the pool may be generated lazily)."""
+        curve = self._curves.get(index)
+        if curve is None:
+            curve = self._curves[index] = self.workload.curve(index)
+        return curve
+
+    def launch(self, request: LaunchRequest) -> None:
+        trial = self._trials.get(request.trial_id)
+        if trial is None:
+            trial = self._trials[request.trial_id] = _SimTrial(self.curve(request.index))
+        steps = trial.curve.steps
+        trial.pos = int(steps.searchsorted(request.from_step, side="right"))
+        trial.rate = self.scaling.rate(len(request.atoms))
+        trial.generation += 1
+        trial.active = True
+        self._push(self.clock.now() + self.startup, _START, request.trial_id, trial.generation)
+
+    def request_stop(self, trial_id: str) -> None:
+        trial = self._trials.get(trial_id)
+        if trial is None or not trial.active:
+            return
+        trial.generation += 1
+        self._push(self.clock.now(), _EXIT, trial_id, trial.generation)
+
+    def poll(self, now: float) -> list[Event]:
+        out: list[Event] = []
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            t, _, kind, trial_id, generation = heapq.heappop(heap)
+            trial = self._trials[trial_id]
+            if generation != trial.generation:
+                continue
+            if kind == _STEP:
+                trial.pos += 1
+                out.append(TrialReport(trial_id, t, trial.step, float(trial.curve.scores[trial.pos - 1])))
+                if trial.pos >= len(trial.curve.steps):
+                    trial.active = False
+                    trial.generation += 1
+                    out.append(TrialExit(trial_id, t, "finished", trial.step))
+                else:
+                    self._schedule_step(trial_id, trial, t)
+            elif kind == _START:
+                out.append(TrialStarted(trial_id, t))
+                if trial.pos >= len(trial.curve.steps):
+                    trial.active = False
+                    trial.generation += 1
+                    out.append(TrialExit(trial_id, t, "finished", trial.step))
+                else:
+                    self._schedule_step(trial_id, trial, t)
+            else:
+                trial.active = False
+                out.append(TrialExit(trial_id, t, "checkpointed", trial.step))
+        return out
+
+    def next_wakeup(self, now: float) -> float:
+        heap = self._heap
+        while heap and heap[0][4] != self._trials[heap[0][3]].generation:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else math.inf
+
+    def shutdown(self) -> None:
+        self._heap.clear()
+        for trial in self._trials.values():
+            trial.active = False
+
+    def _schedule_step(self, trial_id: str, trial: _SimTrial, t: float) -> None:
+        work = trial.curve.work
+        done = work[trial.pos - 1] if trial.pos else 0.0
+        duration = (work[trial.pos] - done) / trial.rate if trial.rate > 0 else math.inf
+        self._push(t + float(duration), _STEP, trial_id, trial.generation)
+
+    def _push(self, t: float, kind: int, trial_id: str, generation: int) -> None:
+        heapq.heappush(self._heap, (t, next(self._seq), kind, trial_id, generation))

@@ -1,0 +1,115 @@
+"""The append-only journal of a run (``events.jsonl``): one JSON record per line.
+
+Writers append under a file lock and flush each line; readers tolerate a torn last line
+(a writer killed mid-line) but reject a corrupted line in the middle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Protocol
+
+from filelock import FileLock
+
+from hpcsched.errors import RunDirError
+from hpcsched.records import Record, from_json, to_json
+
+
+class Journal(Protocol):
+    def append(self, record: Record) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class ListJournal:
+    """Keeps records in memory (tests, simulations without an event log)."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+
+    def append(self, record: Record) -> None:
+        self.records.append(record)
+
+    def close(self) -> None:
+        pass
+
+
+class NullJournal:
+    def append(self, record: Record) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class JsonlJournal:
+    """Appends records to a JSONL file.
+
+    ``durable=True`` (real runs): each line is written under ``<path>.lock``, flushed and
+    fsynced, so a killed controller loses at most the line it was writing.
+    ``durable=False`` (simulations): buffered writes, flushed on close.
+    """
+
+    def __init__(self, path: Path, durable: bool = True):
+        self.path = Path(path)
+        self.durable = durable
+        self._lock = FileLock(str(self.path) + ".lock") if durable else None
+        self._file = open(self.path, "a", encoding="utf-8", buffering=1 if durable else 1 << 16)
+        if durable:
+            self._repair_torn_tail()
+
+    def _repair_torn_tail(self) -> None:
+        """Cut a torn last line left by a killed writer, so the next record starts on its own line."""
+        with self._lock, open(self.path, "rb+") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            if size == 0:
+                return
+            f.seek(max(0, size - 65536))
+            tail = f.read()
+            if tail.endswith(b"\n"):
+                return
+            cut = tail.rfind(b"\n")
+            f.truncate(size - len(tail) + cut + 1 if cut >= 0 else (0 if size <= 65536 else size))
+
+    def append(self, record: Record) -> None:
+        line = json.dumps(to_json(record), separators=(",", ":"), allow_nan=False) + "\n"
+        if self._lock is None:
+            self._file.write(line)
+            return
+        with self._lock:
+            self._file.write(line)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+
+def read_journal(path: Path) -> list[Record]:
+    """All records of a journal; a torn last line is skipped, a bad line elsewhere is an error."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RunDirError(f"{path}: no journal here") from None
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot read the journal: {exc.strerror or exc}") from None
+    lines = data.split(b"\n")
+    torn_tail = not data.endswith(b"\n")
+    records: list[Record] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        is_last = number == len(lines)
+        try:
+            records.append(from_json(json.loads(raw)))
+        except (ValueError, UnicodeDecodeError) as exc:
+            if is_last and torn_tail:
+                break
+            raise RunDirError(f"{path}: line {number} is corrupted ({exc}); "
+                              f"the journal cannot be replayed past it") from None
+    return records

@@ -1,0 +1,153 @@
+"""Journal records: every state change of a run, as typed frozen dataclasses.
+
+The run's state is a replay of these records (``RunState.apply``); the same records are
+fed to the scheduler, so a resumed controller rebuilds both exactly. On disk each record
+is one JSON object with a ``kind`` field (see ``to_json`` / ``from_json``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+JOURNAL_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    t: float
+    name: str
+    deadline: float  # absolute, on the run's clock
+    atoms: int
+    seed: int
+    spec_digest: str
+    variant: str
+    atom_ids: tuple[str, ...] = ()
+    version: int = JOURNAL_VERSION
+    kind: str = field(default="run_started", init=False)
+
+
+@dataclass(frozen=True)
+class TrialCreated:
+    t: float
+    trial: str
+    index: int
+    config: dict[str, Any]
+    kind: str = field(default="trial_created", init=False)
+
+
+@dataclass(frozen=True)
+class Launched:
+    """Atoms given to a trial and its process started; ``reason``: start | resume | resize | recover."""
+
+    t: float
+    trial: str
+    atoms: tuple[str, ...]
+    reason: str
+    from_step: int = 0
+    kind: str = field(default="launched", init=False)
+
+
+@dataclass(frozen=True)
+class Running:
+    """The trial finished its setup (and checkpoint restore) after ``startup`` seconds."""
+
+    t: float
+    trial: str
+    startup: float
+    kind: str = field(default="running", init=False)
+
+
+@dataclass(frozen=True)
+class Reported:
+    t: float
+    trial: str
+    step: int
+    score: float
+    kind: str = field(default="reported", init=False)
+
+
+@dataclass(frozen=True)
+class StopRequested:
+    """The controller asked a trial to checkpoint and exit; ``intent``: pause | stop | resize | deadline.
+
+    For a resize, ``atoms`` is the new allocation size and ``extra`` the atoms reserved now for it.
+    """
+
+    t: float
+    trial: str
+    intent: str
+    atoms: int = 0
+    extra: tuple[str, ...] = ()
+    reason: str = ""
+    kind: str = field(default="stop_requested", init=False)
+
+
+@dataclass(frozen=True)
+class Exited:
+    """The trial's process ended; ``outcome``: checkpointed | finished | errored."""
+
+    t: float
+    trial: str
+    outcome: str
+    step: int = 0
+    error: str = ""
+    kind: str = field(default="exited", init=False)
+
+
+@dataclass(frozen=True)
+class EntranceClosed:
+    """The scheduler stopped exploring: no new trials, no promotions from now on."""
+
+    t: float
+    reason: str = ""
+    kind: str = field(default="entrance_closed", init=False)
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    t: float
+    reason: str
+    best_trial: str | None = None
+    best_score: float | None = None
+    best_step: int | None = None
+    kind: str = field(default="run_finished", init=False)
+
+
+Record = Union[RunStarted, TrialCreated, Launched, Running, Reported, StopRequested, Exited,
+               EntranceClosed, RunFinished]
+
+RECORD_TYPES: dict[str, type] = {
+    cls.__dataclass_fields__["kind"].default: cls  # type: ignore[attr-defined]
+    for cls in (RunStarted, TrialCreated, Launched, Running, Reported, StopRequested, Exited,
+                EntranceClosed, RunFinished)
+}
+_TUPLE_FIELDS = {"atom_ids", "atoms", "extra"}
+
+
+def to_json(record: Record) -> dict[str, Any]:
+    """A plain dict for JSON, ``kind`` first."""
+    data = {"kind": record.kind}
+    for f in dataclasses.fields(record):
+        if f.name != "kind":
+            value = getattr(record, f.name)
+            data[f.name] = list(value) if isinstance(value, tuple) else value
+    return data
+
+
+def from_json(data: dict[str, Any]) -> Record:
+    """Rebuild a record from its dict; raise ValueError naming the problem."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {data!r}")
+    kind = data.get("kind")
+    cls = RECORD_TYPES.get(kind)  # type: ignore[arg-type]
+    if cls is None:
+        raise ValueError(f"unknown record kind {kind!r}")
+    names = {f.name for f in dataclasses.fields(cls) if f.name != "kind"}
+    values = {k: (tuple(v) if k in _TUPLE_FIELDS and isinstance(v, list) else v)
+              for k, v in data.items() if k in names}
+    try:
+        return cls(**values)
+    except TypeError as exc:
+        raise ValueError(f"bad {kind} record: {exc}") from None

@@ -1,0 +1,85 @@
+"""What schedulers see (Situation, TrialView) and what they return (typed decisions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Union
+
+from hpcsched.records import Record
+from hpcsched.state import TrialView
+
+
+@dataclass(frozen=True)
+class Situation:
+    """The run at one moment, as the scheduler may see it."""
+
+    now: float
+    started_at: float
+    deadline: float
+    total_atoms: int
+    free_atoms: int
+    trials_left: int | None  # how many new trials may still be started (None: unlimited)
+
+    @property
+    def time_left(self) -> float:
+        return self.deadline - self.now
+
+
+@dataclass(frozen=True)
+class StartTrial:
+    """Start a new trial (the controller draws its config) on ``atoms`` atoms."""
+
+    atoms: int
+
+
+@dataclass(frozen=True)
+class ResumeTrial:
+    """Resume (promote) a paused trial from its checkpoint on ``atoms`` atoms."""
+
+    trial_id: str
+    atoms: int
+
+
+@dataclass(frozen=True)
+class PauseTrial:
+    """Checkpoint and stop a trial; it may be resumed later."""
+
+    trial_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class StopTrial:
+    """Checkpoint and stop a trial for good."""
+
+    trial_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ResizeTrial:
+    """Checkpoint a running trial and relaunch it on ``atoms`` atoms."""
+
+    trial_id: str
+    atoms: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class CloseEntrance:
+    """Stop exploring: no new trials or promotions from now on."""
+
+    reason: str
+
+
+Decision = Union[StartTrial, ResumeTrial, PauseTrial, StopTrial, ResizeTrial, CloseEntrance]
+
+
+class Scheduler(Protocol):
+    """A pure policy: it observes records and returns decisions; it touches no process, file or clock."""
+
+    def observe(self, record: Record, trial: TrialView | None) -> None:
+        """Update internal bookkeeping from one journal record (``trial``: its view after the record)."""
+
+    def decide(self, situation: Situation) -> list[Decision]:
+        """Decisions for now; called after every event and whenever atoms may be free."""

@@ -1,0 +1,183 @@
+"""Rung bookkeeping shared by ASHA and HyperSched, with per-report cost independent of trial count.
+
+Scores are normalised so that higher is better. Each rung keeps its recorded scores sorted
+(cutoffs and ranks by bisection) and an index of the trials paused there, best first.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+
+def milestones(r: int, R: int, eta: float) -> tuple[int, ...]:
+    """Rung milestones r, r*eta, r*eta^2, ... below R (a trial reaching R is complete)."""
+    out: list[int] = []
+    k = 0
+    while True:
+        m = int(math.ceil(r * eta**k - 1e-9))
+        if m >= R:
+            return tuple(out)
+        if not out or m > out[-1]:
+            out.append(m)
+        k += 1
+
+
+class Rung:
+    """Scores recorded at one milestone and the trials paused there."""
+
+    def __init__(self, milestone: int, eta: float):
+        self.milestone = milestone
+        self.eta = eta
+        self.recorded: dict[str, float] = {}
+        self._sorted: list[float] = []
+        self._paused: list[tuple[float, int, str]] = []  # (-score, seq, trial), best first
+        self._paused_key: dict[str, tuple[float, int, str]] = {}
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def record(self, trial_id: str, score: float) -> tuple[float, bool]:
+        """Record ``score`` for the trial's first arrival; return (recorded score, first arrival?)."""
+        previous = self.recorded.get(trial_id)
+        if previous is not None:
+            return previous, False
+        self.recorded[trial_id] = score
+        bisect.insort(self._sorted, score)
+        return score, True
+
+    def cutoff(self, min_count: int = 2) -> float | None:
+        """The (1 - 1/eta) quantile of recorded scores (linear interpolation), None below min_count."""
+        n = len(self._sorted)
+        if n < min_count or n == 0:
+            return None
+        pos = (1.0 - 1.0 / self.eta) * (n - 1)
+        lo = int(pos)
+        hi = min(lo + 1, n - 1)
+        s = self._sorted
+        return s[lo] + (pos - lo) * (s[hi] - s[lo])
+
+    def rank(self, score: float) -> int:
+        """How many recorded scores are strictly better than ``score``."""
+        return len(self._sorted) - bisect.bisect_right(self._sorted, score)
+
+    def in_top_fraction(self, score: float) -> bool:
+        """ASHA's test: among the best floor(n / eta) recorded scores."""
+        return self.rank(score) < int(len(self._sorted) / self.eta)
+
+    # paused trials
+    def add_paused(self, trial_id: str) -> None:
+        if trial_id in self._paused_key:
+            return
+        key = (-self.recorded[trial_id], self._seq, trial_id)
+        self._seq += 1
+        bisect.insort(self._paused, key)
+        self._paused_key[trial_id] = key
+
+    def remove_paused(self, trial_id: str) -> bool:
+        key = self._paused_key.pop(trial_id, None)
+        if key is None:
+            return False
+        del self._paused[bisect.bisect_left(self._paused, key)]
+        return True
+
+    def paused_best_first(self):
+        """Paused trials with their recorded score, best first (a generator; do not mutate while iterating)."""
+        for neg, _, trial_id in self._paused:
+            yield trial_id, -neg
+
+    @property
+    def paused_count(self) -> int:
+        return len(self._paused)
+
+
+class Bracket:
+    """The rungs of one successive-halving bracket, highest milestone first."""
+
+    def __init__(self, r: int, R: int, eta: float):
+        self.rungs = tuple(Rung(m, eta) for m in reversed(milestones(r, R, eta)))
+        self.paused_at: dict[str, Rung] = {}
+
+    def passed(self, step: int):
+        """Rungs whose milestone is <= step, highest first."""
+        for rung in self.rungs:
+            if step >= rung.milestone:
+                yield rung
+
+    def pause_at(self, trial_id: str, rung: Rung) -> None:
+        self.unpause(trial_id)
+        rung.add_paused(trial_id)
+        self.paused_at[trial_id] = rung
+
+    def unpause(self, trial_id: str) -> None:
+        rung = self.paused_at.pop(trial_id, None)
+        if rung is not None:
+            rung.remove_paused(trial_id)
+
+
+class SpeculativeBracket(Bracket):
+    """HyperSched's rungs: a first arrival continues (speculative); a trial whose recorded score
+    at any passed rung falls below that rung's (1 - 1/eta) cutoff is paused (retrospective)."""
+
+    def evaluate(self, trial_id: str, step: int, score: float) -> Rung | None:
+        """Record the report; return the rung that says pause, or None to continue."""
+        failed = None
+        for rung in self.passed(step):
+            cut = rung.cutoff()  # before a first arrival is recorded, as the authors' code does
+            recorded, _ = rung.record(trial_id, score)
+            if failed is None and cut is not None and recorded < cut:
+                failed = rung
+        return failed
+
+    def first_failed(self, trial_id: str) -> Rung | None:
+        """The highest rung where the trial's recorded score is now below the cutoff."""
+        for rung in self.rungs:
+            recorded = rung.recorded.get(trial_id)
+            if recorded is not None:
+                cut = rung.cutoff()
+                if cut is not None and recorded < cut:
+                    return rung
+        return None
+
+    def best_promotable(self) -> str | None:
+        """Best paused trial whose recorded scores clear every cutoff now, highest rung first.
+
+        A candidate that now fails a lower rung is re-filed as paused there, so each trial
+        moves down at most once per rung.
+        """
+        for rung in self.rungs:
+            while rung.paused_count:
+                trial_id, score = next(rung.paused_best_first())
+                cut = rung.cutoff()
+                if cut is None or score < cut:
+                    break
+                failed = self.first_failed(trial_id)
+                if failed is None:
+                    return trial_id
+                if failed is rung:  # pragma: no cover - cutoff checked above
+                    break
+                self.pause_at(trial_id, failed)
+        return None
+
+
+class TopFractionBracket(Bracket):
+    """ASHA's rungs (promotion variant): at a rung a trial continues only if it is among the
+    best floor(n / eta) recorded there; a first arrival with too few peers is paused."""
+
+    def evaluate(self, trial_id: str, step: int, score: float) -> Rung | None:
+        for rung in self.passed(step):
+            if trial_id in rung.recorded:
+                continue
+            recorded, _ = rung.record(trial_id, score)
+            return None if rung.in_top_fraction(recorded) else rung
+        return None
+
+    def best_promotable(self) -> str | None:
+        """Best paused trial now among the top floor(n / eta) of its rung, highest rung first."""
+        for rung in self.rungs:
+            if rung.paused_count:
+                trial_id, score = next(rung.paused_best_first())
+                if rung.in_top_fraction(score):
+                    return trial_id
+        return None

@@ -1,0 +1,177 @@
+"""Simulated experiments: the real controller loop, a virtual clock and the simulated executor.
+
+``simulate_experiment`` runs every matrix cell x variant x seed, and returns one summary row
+per run (best_score, oracle_score, regret, trials_started, resizes, ...).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hpcsched.clock import VirtualClock
+from hpcsched.controller import Controller, RunSettings
+from hpcsched.errors import SpecError
+from hpcsched.executors.sim import SimExecutor
+from hpcsched.journal import JsonlJournal, NullJournal
+from hpcsched.schedulers import make_scheduler
+from hpcsched.space import Sampler
+from hpcsched.spec import Experiment, Spec, Variant
+from hpcsched.state import RunState
+from hpcsched.workloads import Workload, oracle_score
+from hpcsched.workloads.synthetic import SyntheticWorkload
+from hpcsched.workloads.trace import TraceWorkload, load_trace
+
+SUMMARY_COLUMNS = ("variant", "seed", "best_score", "oracle_score", "regret", "trials_started", "resizes",
+                   "pauses", "promotions", "completed", "entrance_closed_at", "best_trial", "best_step")
+
+
+@dataclass(frozen=True)
+class SimTask:
+    cell: int
+    params: tuple[tuple[str, Any], ...]
+    spec: Spec
+    variant: Variant
+    seed: int
+    event_log: Path | None
+
+
+def check_simulable(spec: Spec) -> None:
+    """Raise SpecError unless the spec can be simulated."""
+    problems = []
+    if spec.workload is None:
+        problems.append("workload: required for simulation (kind: synthetic or trace)")
+    if spec.deadline is None:
+        problems.append("deadline: required for simulation")
+    if problems:
+        raise SpecError(problems, str(spec.source or spec.name))
+
+
+def build_workload(spec: Spec, seed: int, max_steps: int, traces: dict) -> Workload:
+    w = spec.workload
+    if w.kind == "synthetic":
+        return SyntheticWorkload(seed=seed, max_steps=max_steps, step_time=w.step_time, size=w.trials, noise=w.noise)
+    key = (w.path, w.step_time)
+    if key not in traces:
+        traces[key] = load_trace(w.path, w.step_time)
+    return TraceWorkload(traces[key], seed=seed, max_steps=max_steps)
+
+
+def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None = None,
+                 traces: dict | None = None) -> tuple[RunState, Workload]:
+    """One simulated run; returns its final state and the workload it replayed."""
+    check_simulable(spec)
+    traces = {} if traces is None else traces
+    w = spec.workload
+    scheduler_spec = variant.scheduler
+    workload = build_workload(spec, seed, scheduler_spec.R, traces)
+    clock = VirtualClock(0.0)
+    executor = SimExecutor(workload, clock, w.scaling, w.startup)
+    sampler = Sampler(spec.space, seed) if spec.space is not None else None
+    limits = [n for n in (spec.max_trials, sampler.capacity if sampler else None, workload.size) if n is not None]
+
+    def configs(index: int) -> dict[str, Any]:
+        config = sampler.config(index) if sampler else {}
+        config["curve"] = executor.curve(index).key
+        return config
+
+    settings = RunSettings(name=spec.name, variant=variant.name, spec_digest=spec.digest, seed=seed,
+                           deadline=spec.deadline, atom_ids=tuple(str(i) for i in range(spec.resources.atoms)),
+                           max_trials=min(limits))
+    journal = JsonlJournal(event_log, durable=False) if event_log else NullJournal()
+    state = RunState(spec.metric.mode)
+    try:
+        Controller(settings, make_scheduler(scheduler_spec, spec.metric.mode), executor, clock, journal,
+                   configs, state).run()
+    finally:
+        journal.close()
+    return state, workload
+
+
+def _run_task(task: SimTask, traces: dict | None = None) -> dict[str, Any]:
+    spec = task.spec
+    if task.event_log is not None:
+        task.event_log.parent.mkdir(parents=True, exist_ok=True)
+    state, workload = simulate_run(spec, task.variant, task.seed, task.event_log, traces)
+    w = spec.workload
+    oracle = oracle_score(workload, atoms=spec.resources.atoms, deadline=spec.deadline, startup=w.startup,
+                          scaling=w.scaling, mode=spec.metric.mode)
+    best = state.best_score
+    row: dict[str, Any] = {key: value for key, value in task.params}
+    row.update(variant=task.variant.name, seed=task.seed, best_score=best, oracle_score=oracle,
+               regret=(abs(oracle - best) if best is not None and oracle is not None else None),
+               trials_started=len(state.trials), resizes=state.resizes, pauses=state.pauses,
+               promotions=state.promotions, completed=state.counts["completed"],
+               entrance_closed_at=state.entrance_closed_at, best_trial=state.best_trial,
+               best_step=state.best_step)
+    return row
+
+
+def _run_chunk(tasks: list[SimTask]) -> list[dict[str, Any]]:
+    traces: dict = {}
+    return [_run_task(t, traces) for t in tasks]
+
+
+def plan(experiment: Experiment, seeds: list[int], out: Path | None, event_log: bool) -> list[SimTask]:
+    """Every (cell, variant, seed) of the experiment, in a stable order."""
+    for cell in experiment.cells:
+        check_simulable(cell.spec)
+    tasks = []
+    for i, cell in enumerate(experiment.cells):
+        for variant in cell.spec.variants:
+            for seed in seeds:
+                log = None
+                if event_log and out is not None:
+                    log = out / "events" / _safe(cell.label) / _safe(variant.name) / f"seed-{seed}.jsonl"
+                tasks.append(SimTask(i, cell.params, cell.spec, variant, seed, log))
+    return tasks
+
+
+def simulate_experiment(experiment: Experiment, seeds: list[int], out: Path | None = None,
+                        event_log: bool = True, jobs: int = 1) -> pd.DataFrame:
+    """Run all tasks (in ``jobs`` processes) and return the summary frame (also written to out/summary.csv)."""
+    tasks = plan(experiment, seeds, out, event_log)
+    if out is not None and event_log:
+        for task in tasks:
+            if task.event_log.exists():
+                task.event_log.unlink()
+    jobs = max(1, min(jobs, len(tasks)))
+    if jobs == 1:
+        rows = _run_chunk(tasks)
+    else:
+        positions = [list(range(i, len(tasks), jobs)) for i in range(jobs)]
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = pool.map(_run_chunk, [[tasks[p] for p in chunk] for chunk in positions])
+            rows = [None] * len(tasks)
+            for chunk, chunk_rows in zip(positions, results):
+                for p, row in zip(chunk, chunk_rows):
+                    rows[p] = row
+    frame = pd.DataFrame(rows)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(out / "summary.csv", index=False)
+    return frame
+
+
+def means_table(frame: pd.DataFrame, matrix_keys: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Mean and sd of best_score (and means of the rest) per matrix cell and variant."""
+    keys = [k for k in matrix_keys if k in frame.columns] + ["variant"]
+    grouped = frame.groupby(keys, sort=False)
+    table = grouped.agg(best_score=("best_score", "mean"), best_sd=("best_score", "std"),
+                        oracle_score=("oracle_score", "mean"), regret=("regret", "mean"),
+                        trials_started=("trials_started", "mean"), resizes=("resizes", "mean"),
+                        seeds=("seed", "count"))
+    return table.reset_index()
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.=," else "_" for c in text)
+
+
+def default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))

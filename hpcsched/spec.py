@@ -1,0 +1,564 @@
+"""Experiment specs: YAML -> validated frozen dataclasses.
+
+Every problem names its field path and the offending value; all problems of a file are
+collected into one SpecError before anything runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from hpcsched.durations import parse_duration
+from hpcsched.errors import SpecError
+from hpcsched.scaling import Scaling, named_scaling, parse_scaling
+from hpcsched.space import Space, parse_space
+
+SCHEDULER_KINDS = ("asha", "hypersched")
+ALLOCATION_POLICIES = ("uniform", "top_job", "none")
+WORKLOAD_KINDS = ("synthetic", "trace")
+_HYPERSCHED_ONLY = ("speculative", "entrance", "allocation", "overhead_aware", "scaling", "backfill",
+                    "allocation_grid", "resize_margin", "resize_cooldown", "startup_quantile",
+                    "max_atoms_per_trial")
+_ASHA_ONLY = ("atoms_per_trial",)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str = "score"
+    mode: str = "max"  # max | min
+
+
+@dataclass(frozen=True)
+class SchedulerSpec:
+    """Policy and its parameters. HyperSched switches make the paper's ablations configs."""
+
+    kind: str = "hypersched"
+    r: int = 1
+    R: int = 100
+    eta: float = 4
+    # ASHA
+    atoms_per_trial: int = 1
+    # HyperSched
+    speculative: bool = True
+    entrance: str | float = "adaptive"  # adaptive | none | fraction of the deadline spent exploring
+    allocation: str = "uniform"  # uniform | top_job | none
+    overhead_aware: bool = True
+    scaling: Scaling = field(default_factory=lambda: named_scaling("linear"))
+    backfill: bool = True  # after exploration ends, idle atoms the live trials cannot use explore again
+    allocation_grid: int = 1  # allocations above this many atoms must be multiples of it
+    resize_margin: float = 0.1
+    resize_cooldown: int = 5  # reports a trial makes after a (re)start before it may grow
+    startup_quantile: float = 0.9
+    max_atoms_per_trial: int | None = None
+
+
+@dataclass(frozen=True)
+class ResourcesSpec:
+    atoms: int = 1
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """What the simulator replays: the paper's synthetic curve or recorded traces."""
+
+    kind: str = "synthetic"
+    path: Path | None = None
+    step_time: float = 0.1  # seconds per step on one atom (a trace's time column overrides)
+    startup: float = 0.0  # seconds per start, resume or resize
+    scaling: Scaling = field(default_factory=lambda: named_scaling("linear"))  # the true s(a)
+    trials: int = 10_000  # synthetic: size of the pool of distinct curves
+    noise: float = 0.005  # synthetic: sd of the noise on the loss
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    scheduler: SchedulerSpec
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One validated experiment (one cell of a matrix)."""
+
+    name: str
+    metric: MetricSpec
+    scheduler: SchedulerSpec
+    resources: ResourcesSpec
+    variants: tuple[Variant, ...]
+    space: Space | None = None
+    trainable: str | None = None
+    deadline: float | None = None
+    max_trials: int | None = None
+    seed: int = 0
+    workload: WorkloadSpec | None = None
+    source: Path | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def digest(self) -> str:
+        """Stable hash of the spec's content, to recognise a run directory's experiment."""
+        text = json.dumps(self.raw, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def variant(self, name: str | None) -> Variant:
+        if name is None:
+            if len(self.variants) != 1:
+                names = ", ".join(v.name for v in self.variants)
+                raise SpecError([f"variants: the spec has several ({names}); choose one with --variant"], self.name)
+            return self.variants[0]
+        for v in self.variants:
+            if v.name == name:
+                return v
+        names = ", ".join(v.name for v in self.variants)
+        raise SpecError([f"--variant: no variant named {name!r}; valid: {names}"], self.name)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the spec's matrix: the values set and the resulting spec."""
+
+    params: tuple[tuple[str, Any], ...]
+    spec: Spec
+
+    @property
+    def label(self) -> str:
+        return ",".join(f"{k.split('.')[-1]}={v}" for k, v in self.params) or "base"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A spec file: its base spec and the cells of its matrix (one cell when there is none)."""
+
+    spec: Spec
+    cells: tuple[Cell, ...]
+    matrix_keys: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and validate a spec file; raise SpecError listing every problem."""
+    path = Path(path)
+    raw = read_yaml(path)
+    return parse_experiment(raw, source=path)
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read a spec that has no matrix (for real runs)."""
+    experiment = load_experiment(path)
+    if len(experiment.cells) > 1:
+        raise SpecError([f"matrix: a real run takes a spec without a matrix, got keys {list(experiment.matrix_keys)}"],
+                        str(path))
+    return experiment.spec
+
+
+def read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError([f"cannot read the spec file: {exc.strerror or exc}"], str(path)) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError([f"not valid YAML: {exc}"], str(path)) from None
+
+
+def parse_experiment(raw: Any, source: Path | None = None) -> Experiment:
+    """Validate a parsed YAML document into an Experiment."""
+    where = str(source) if source else "spec"
+    if not isinstance(raw, Mapping):
+        raise SpecError([f"(top level): expected a mapping of spec sections, got {raw!r}"], where)
+    problems: list[str] = []
+    matrix = _parse_matrix(raw.get("matrix"), problems)
+    base_raw = {k: v for k, v in raw.items() if k != "matrix"}
+    checked_traces: dict[tuple[Path, bool], str | None] = {}
+    spec = _parse_spec(base_raw, source, problems, checked_traces)
+    cells: list[Cell] = []
+    if matrix and not problems:
+        keys = [k for k, _ in matrix]
+        for values in itertools.product(*(vals for _, vals in matrix)):
+            cell_raw = copy.deepcopy(base_raw)
+            shown = [_assign(cell_raw, key, value) for key, value in zip(keys, values)]
+            cell_problems: list[str] = []
+            label = ", ".join(f"{k}={v!r}" for k, v in zip(keys, shown))
+            cell_spec = _parse_spec(cell_raw, source, cell_problems, checked_traces)
+            problems.extend(f"matrix cell ({label}): {p}" for p in cell_problems)
+            if cell_spec is not None:
+                cells.append(Cell(tuple(zip(keys, shown)), cell_spec))
+    if problems or spec is None:
+        raise SpecError(problems, where)
+    if not matrix:
+        cells = [Cell((), spec)]
+    return Experiment(spec, tuple(cells), tuple(k for k, _ in matrix))
+
+
+_TOP_KEYS = ("name", "trainable", "metric", "space", "scheduler", "resources", "deadline",
+             "max_trials", "seed", "workload", "variants", "matrix")
+
+
+def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
+                checked_traces: dict[tuple[Path, bool], str | None]) -> Spec | None:
+    before = len(problems)
+    top = _Section(raw, "", problems)
+    name = top.take("name", _string, default=(source.stem if source else "experiment"))
+    trainable = top.take("trainable", _trainable_ref, default=None)
+    metric = top.take("metric", lambda v: _parse_metric(v, problems), default=MetricSpec())
+    space_raw = top.take("space", lambda v: v, default=None)
+    space = parse_space(space_raw, "space", problems) if "space" in raw else None
+    scheduler_raw = top.take("scheduler", _mapping, default={})
+    resources = top.take("resources", lambda v: _parse_resources(v, problems), default=ResourcesSpec())
+    deadline = top.take("deadline", _positive_duration, default=None)
+    max_trials = top.take("max_trials", _optional(_int_at_least(1)), default=None)
+    seed = top.take("seed", _int_at_least(0), default=0)
+    base_dir = source.parent if source else Path.cwd()
+    workload = top.take("workload", lambda v: _parse_workload(v, base_dir, problems, checked_traces), default=None)
+    variants_raw = top.take("variants", _list_of_mappings, default=None)
+    top.take("matrix", lambda v: v, default=None)
+    top.reject_unknown(_TOP_KEYS)
+
+    scheduler = None
+    variants: list[Variant] = []
+    if scheduler_raw is not None:
+        scheduler = _parse_scheduler(scheduler_raw, "scheduler", problems)
+        variants = _parse_variants(variants_raw, scheduler_raw, scheduler, problems)
+    if trainable is None and workload is None and len(problems) == before:
+        problems.append("trainable: required (or a workload: section for simulation)")
+    if trainable is not None and space is None and "space" not in raw:
+        problems.append("space: required for a trainable (the search space to explore)")
+    if workload is not None and workload.kind == "synthetic" and isinstance(metric, MetricSpec) \
+            and metric.mode != "max":
+        problems.append(f"metric.mode: synthetic curves are scores to maximise, got {metric.mode!r}")
+    if len(problems) != before or scheduler is None:
+        return None
+    return Spec(name=name, metric=metric, scheduler=scheduler, resources=resources,
+                variants=tuple(variants), space=space, trainable=trainable, deadline=deadline,
+                max_trials=max_trials, seed=seed, workload=workload, source=source, raw=raw)
+
+
+def _parse_metric(raw: object, problems: list[str]) -> MetricSpec:
+    if isinstance(raw, str):
+        return MetricSpec(name=_string(raw))
+    section = _Section(raw, "metric", problems)
+    name = section.take("name", _string, default="score")
+    mode = section.take("mode", _one_of("max", "min"), default="max")
+    section.reject_unknown(("name", "mode"))
+    return MetricSpec(name or "score", mode or "max")
+
+
+def _parse_resources(raw: object, problems: list[str]) -> ResourcesSpec:
+    section = _Section(raw, "resources", problems)
+    atoms = section.take("atoms", _int_at_least(1), default=1)
+    section.reject_unknown(("atoms",))
+    return ResourcesSpec(atoms=atoms or 1)
+
+
+_SCHEDULER_KEYS = ("kind", "r", "R", "eta") + _ASHA_ONLY + _HYPERSCHED_ONLY
+
+
+def _parse_scheduler(raw: Mapping, path: str, problems: list[str]) -> SchedulerSpec | None:
+    before = len(problems)
+    s = _Section(raw, path, problems)
+    d = SchedulerSpec()
+    kind = s.take("kind", _one_of(*SCHEDULER_KINDS), default=d.kind)
+    r = s.take("r", _int_at_least(1), default=d.r)
+    R = s.take("R", _int_at_least(1), default=d.R)
+    eta = s.take("eta", _number_at_least(2), default=d.eta)
+    values: dict[str, Any] = {}
+    for key, parse in (("atoms_per_trial", _int_at_least(1)), ("speculative", _bool),
+                       ("entrance", _entrance), ("allocation", _one_of(*ALLOCATION_POLICIES)),
+                       ("overhead_aware", _bool), ("backfill", _bool), ("scaling", lambda v: _scaling(v, f"{path}.scaling", problems)),
+                       ("allocation_grid", _int_at_least(1)), ("resize_margin", _number_at_least(0)),
+                       ("resize_cooldown", _int_at_least(0)), ("startup_quantile", _fraction),
+                       ("max_atoms_per_trial", _optional(_int_at_least(1)))):
+        if key in raw:
+            values[key] = s.take(key, parse)
+    s.reject_unknown(_SCHEDULER_KEYS)
+    wrong_kind = _ASHA_ONLY if kind == "hypersched" else _HYPERSCHED_ONLY
+    for key in wrong_kind:
+        if key in raw:
+            problems.append(f"{path}.{key}: only for kind {'asha' if kind == 'hypersched' else 'hypersched'}, "
+                            f"not for kind {kind!r} (got {raw[key]!r})")
+    if isinstance(r, int) and isinstance(R, int) and r > R:
+        problems.append(f"{path}.r: must be <= R ({R}), got {r}")
+    if len(problems) != before:
+        return None
+    return replace(d, kind=kind, r=r, R=R, eta=eta, **values)
+
+
+def _parse_variants(raw: list | None, base_raw: Mapping, base: SchedulerSpec | None,
+                    problems: list[str]) -> list[Variant]:
+    if raw is None:
+        return [Variant(base.kind, base)] if base else []
+    if not raw:
+        problems.append("variants: expected a non-empty list, got []")
+        return []
+    variants: list[Variant] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        path = f"variants[{i}]"
+        v = _Section(item, path, problems)
+        name = v.take("name", _string)
+        overrides = v.take("scheduler", _mapping, default={})
+        v.reject_unknown(("name", "scheduler"))
+        if name is not None and name in seen:
+            problems.append(f"{path}.name: duplicate variant name {name!r}")
+        seen.add(name or "")
+        if overrides is None:
+            continue
+        kind = overrides.get("kind", base_raw.get("kind", SchedulerSpec.kind))
+        not_for_kind = _ASHA_ONLY if kind == "hypersched" else _HYPERSCHED_ONLY
+        # keys inherited from the base section that do not apply to this variant's kind are dropped;
+        # written in the variant itself they are an error
+        merged = {k: v for k, v in base_raw.items() if k not in not_for_kind}
+        merged.update(overrides)
+        scheduler = _parse_scheduler(merged, f"{path}.scheduler", problems)
+        if scheduler is not None and name is not None:
+            variants.append(Variant(name, scheduler))
+    return variants
+
+
+def _parse_workload(raw: object, base_dir: Path, problems: list[str],
+                    checked_traces: dict[tuple[Path, bool], str | None]) -> WorkloadSpec | None:
+    before = len(problems)
+    s = _Section(raw, "workload", problems)
+    d = WorkloadSpec()
+    kind = s.take("kind", _one_of(*WORKLOAD_KINDS), default=d.kind)
+    path = s.take("path", _string, default=None)
+    step_time = s.take("step_time", _positive_duration, default=None)
+    startup = s.take("startup", _duration, default=d.startup)
+    scaling = s.take("scaling", lambda v: _scaling(v, "workload.scaling", problems), default=d.scaling)
+    trials = s.take("trials", _int_at_least(1), default=d.trials)
+    noise = s.take("noise", _number_at_least(0), default=d.noise)
+    s.reject_unknown(("kind", "path", "step_time", "startup", "scaling", "trials", "noise"))
+    resolved = None
+    if kind == "trace":
+        if path is None:
+            problems.append("workload.path: required for a trace workload")
+        else:
+            resolved = (base_dir / path) if not Path(path).is_absolute() else Path(path)
+            from hpcsched.workloads.trace import check_trace_file
+
+            key = (resolved, step_time is None)
+            if key not in checked_traces:
+                checked_traces[key] = check_trace_file(resolved, needs_time=step_time is None)
+            problem = checked_traces[key]
+            if problem:
+                problems.append(f"workload.path: {problem} ({str(resolved)!r})")
+    elif path is not None:
+        problems.append(f"workload.path: only for kind 'trace', got {path!r}")
+    if len(problems) != before:
+        return None
+    return WorkloadSpec(kind=kind, path=resolved, step_time=step_time if step_time is not None else d.step_time,
+                        startup=startup, scaling=scaling, trials=trials, noise=noise)
+
+
+def _parse_matrix(raw: object, problems: list[str]) -> list[tuple[str, list]]:
+    """Axes of the matrix. An axis is a field path with a list of values, or a free name with a
+    list of bundles ``{label: ..., path: value, ...}`` that set several fields together."""
+    if raw is None:
+        return []
+    if not isinstance(raw, Mapping) or not raw:
+        problems.append(f"matrix: expected a mapping of field paths to lists of values, got {raw!r}")
+        return []
+    out = []
+    for key, values in raw.items():
+        key = str(key)
+        if not isinstance(values, list) or not values:
+            problems.append(f"matrix.{key}: expected a non-empty list of values, got {values!r}")
+            continue
+        if key.split(".")[0] in _TOP_KEYS:
+            paths = [key]
+        elif all(isinstance(v, Mapping) and "label" in v for v in values):
+            paths = sorted({str(p) for v in values for p in v if p != "label"})
+        else:
+            problems.append(f"matrix.{key}: not a spec field (valid: {', '.join(_TOP_KEYS)}) and not a list of "
+                            f"bundles {{label: ..., field.path: value}}")
+            continue
+        bad = [p for p in paths if p.split(".")[0] in ("matrix", "variants", "name") or p.split(".")[0] not in _TOP_KEYS]
+        if bad:
+            problems.append(f"matrix.{key}: cannot vary {bad[0]!r}")
+            continue
+        out.append((key, values))
+    return out
+
+
+def _assign(raw: dict, key: str, value: Any) -> Any:
+    """Set one matrix axis in a raw spec; return the value shown in the summary column."""
+    if key.split(".")[0] in _TOP_KEYS:
+        _set_path(raw, key, value)
+        return value
+    for path, v in value.items():
+        if path != "label":
+            _set_path(raw, str(path), v)
+    return value["label"]
+
+
+def _set_path(raw: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = raw
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+# ---------------------------------------------------------------- field parsers
+
+_MISSING = object()
+
+
+class _Section:
+    """Reads one mapping of the spec, recording problems with their field paths."""
+
+    def __init__(self, raw: object, path: str, problems: list[str]):
+        self.path = path
+        self.problems = problems
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            problems.append(f"{path or '(top level)'}: expected a mapping, got {raw!r}")
+            raw = {}
+        self.raw = raw
+
+    def _where(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def take(self, key: str, parse: Callable[[Any], Any], default: Any = _MISSING) -> Any:
+        if key not in self.raw:
+            if default is _MISSING:
+                self.problems.append(f"{self._where(key)}: required")
+                return None
+            return default
+        try:
+            return parse(self.raw[key])
+        except ValueError as exc:
+            self.problems.append(f"{self._where(key)}: {exc}")
+            return None
+
+    def reject_unknown(self, known: tuple[str, ...]) -> None:
+        for key in self.raw:
+            if key not in known:
+                self.problems.append(f"{self._where(str(key))}: unknown key; valid keys: {', '.join(known)}")
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _mapping(value: Any) -> Mapping:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a mapping, got {value!r}")
+    return value
+
+
+def _list_of_mappings(value: Any) -> list:
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise ValueError(f"expected a list of mappings, got {value!r}")
+    return value
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+def _one_of(*choices: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        if not isinstance(value, str) or value.strip().lower() not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
+        return value.strip().lower()
+
+    return parse
+
+
+def _int_at_least(low: int) -> Callable[[Any], int]:
+    def parse(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise ValueError(f"expected an integer >= {low}, got {value!r}")
+        if value < low:
+            raise ValueError(f"must be >= {low}, got {value!r}")
+        return value
+
+    return parse
+
+
+def _number_at_least(low: float) -> Callable[[Any], float]:
+    def parse(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"expected a number >= {low:g}, got {value!r}")
+        if value < low:
+            raise ValueError(f"must be >= {low:g}, got {value!r}")
+        return value
+
+    return parse
+
+
+def _fraction(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"expected a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else parse(value)
+
+
+def _duration(value: Any) -> float:
+    try:
+        return parse_duration(value)
+    except ValueError:
+        raise ValueError(f"expected a duration (seconds, or like 90s, 30m, 2h), got {value!r}") from None
+
+
+def _positive_duration(value: Any) -> float:
+    seconds = _duration(value)
+    if seconds <= 0:
+        raise ValueError(f"must be > 0, got {value!r}")
+    return seconds
+
+
+def _entrance(value: Any) -> str | float:
+    if isinstance(value, str) and value.strip().lower() in ("adaptive", "none"):
+        return value.strip().lower()
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
+        return float(value)
+    raise ValueError(f"expected adaptive, none, or the fraction of the deadline spent exploring (0 < f <= 1), "
+                     f"got {value!r}")
+
+
+def _scaling(value: Any, path: str, problems: list[str]) -> Scaling:
+    nested: list[str] = []
+    scaling = parse_scaling(value, path, nested)
+    if scaling is None:
+        # parse_scaling names the path itself; strip it so _Section adds it once.
+        raise ValueError("; ".join(p.split(": ", 1)[1] if p.startswith(path + ":") else p for p in nested))
+    return scaling
+
+
+def _trainable_ref(value: Any) -> str:
+    text = _string(value)
+    target, sep, function = text.rpartition(":")
+    if not sep or not target or not function.isidentifier():
+        raise ValueError(f"expected 'path/to/file.py:function' or 'module:function', got {value!r}")
+    return text

@@ -1,0 +1,211 @@
+"""RunState: the state of a run, rebuilt by replaying journal records in order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from hpcsched.atoms import AtomPool
+from hpcsched.records import (EntranceClosed, Exited, Launched, Record, Reported, RunFinished,
+                              RunStarted, Running, StopRequested, TrialCreated)
+
+LIVE = ("launching", "running", "stopping")  # statuses that hold atoms
+STATUSES = ("created", "launching", "running", "stopping", "paused", "completed", "terminated", "errored")
+
+
+@dataclass(frozen=True)
+class TrialView:
+    """What a scheduler may know of one trial at one moment."""
+
+    trial_id: str
+    status: str
+    atoms: int
+    step: int
+    last_score: float | None
+    run_time: float  # seconds spent running (startups excluded), over all launches
+    step_time: float | None  # last measured seconds per step on the current atoms
+    reports_since_launch: int
+
+
+@dataclass
+class TrialState:
+    """Mutable per-trial bookkeeping inside RunState."""
+
+    trial_id: str
+    index: int
+    config: dict[str, Any]
+    created_at: float
+    status: str = "created"
+    atoms: tuple[str, ...] = ()
+    reserved: tuple[str, ...] = ()  # extra atoms held for a pending resize
+    intent: str = ""  # why a stop was requested
+    relaunch_atoms: int = 0  # >0: paused only to be relaunched at once on this many atoms
+    step: int = 0
+    checkpoint_step: int = 0
+    last_score: float | None = None
+    best_score: float | None = None
+    best_step: int | None = None
+    launched_at: float | None = None
+    running_since: float | None = None
+    run_time_done: float = 0.0
+    mark_t: float = 0.0
+    mark_step: int = 0
+    step_time: float | None = None
+    reports_since_launch: int = 0
+    launches: int = 0
+    resizes: int = 0
+    startups: list[float] = field(default_factory=list)
+    error: str = ""
+    ended_at: float | None = None
+
+    def run_time(self, now: float) -> float:
+        running = (now - self.running_since) if self.running_since is not None else 0.0
+        return self.run_time_done + max(0.0, running)
+
+
+class RunState:
+    """Trials, atoms and best result of a run; change it only through ``apply(record)``."""
+
+    def __init__(self, mode: str = "max"):
+        if mode not in ("max", "min"):
+            raise ValueError(f"mode must be max or min, got {mode!r}")
+        self.mode = mode
+        self.started: RunStarted | None = None
+        self.finished: RunFinished | None = None
+        self.pool: AtomPool | None = None
+        self.trials: dict[str, TrialState] = {}
+        self.counts: dict[str, int] = {s: 0 for s in STATUSES}
+        self.best_score: float | None = None
+        self.best_trial: str | None = None
+        self.best_step: int | None = None
+        self.entrance_closed_at: float | None = None
+        self.resizes = 0
+        self.promotions = 0
+        self.pauses = 0
+        self.now = 0.0
+        self._apply: dict[type, Callable[[Any], None]] = {
+            RunStarted: self._run_started, TrialCreated: self._trial_created, Launched: self._launched,
+            Running: self._running, Reported: self._reported, StopRequested: self._stop_requested,
+            Exited: self._exited, EntranceClosed: self._entrance_closed, RunFinished: self._run_finished,
+        }
+
+    # ------------------------------------------------------------ queries
+
+    @property
+    def live_count(self) -> int:
+        return self.counts["launching"] + self.counts["running"] + self.counts["stopping"]
+
+    @property
+    def free_atoms(self) -> int:
+        return self.pool.free_count if self.pool else 0
+
+    @property
+    def total_atoms(self) -> int:
+        return self.pool.total if self.pool else 0
+
+    def view(self, trial_id: str) -> TrialView:
+        t = self.trials[trial_id]
+        return TrialView(t.trial_id, t.status, len(t.atoms), t.step, t.last_score, t.run_time(self.now),
+                         t.step_time, t.reports_since_launch)
+
+    def better(self, a: float, b: float | None) -> bool:
+        """True when score ``a`` beats ``b`` under the run's mode."""
+        return b is None or (a > b if self.mode == "max" else a < b)
+
+    # ------------------------------------------------------------ replay
+
+    def apply(self, record: Record) -> None:
+        """Advance the state by one record (the only way to change it)."""
+        self.now = max(self.now, record.t)
+        self._apply[type(record)](record)
+
+    def _set_status(self, trial: TrialState, status: str) -> None:
+        self.counts[trial.status] -= 1
+        self.counts[status] += 1
+        trial.status = status
+
+    def _run_started(self, r: RunStarted) -> None:
+        self.started = r
+        self.pool = AtomPool(r.atom_ids or tuple(str(i) for i in range(r.atoms)))
+
+    def _trial_created(self, r: TrialCreated) -> None:
+        if r.trial in self.trials:
+            raise ValueError(f"trial {r.trial} created twice")
+        self.trials[r.trial] = TrialState(r.trial, r.index, dict(r.config), r.t)
+        self.counts["created"] += 1
+
+    def _launched(self, r: Launched) -> None:
+        t = self.trials[r.trial]
+        if t.status in LIVE:
+            raise ValueError(f"trial {r.trial} launched while {t.status}")
+        self.pool.take(r.atoms)
+        if r.reason == "resume":
+            self.promotions += 1
+        t.atoms, t.intent, t.relaunch_atoms = tuple(r.atoms), "", 0
+        t.launched_at, t.launches, t.reports_since_launch = r.t, t.launches + 1, 0
+        t.step = t.checkpoint_step = r.from_step
+        self._set_status(t, "launching")
+
+    def _running(self, r: Running) -> None:
+        t = self.trials[r.trial]
+        t.startups.append(r.startup)
+        t.running_since, t.mark_t, t.mark_step = r.t, r.t, t.step
+        if t.status == "launching":
+            self._set_status(t, "running")
+
+    def _reported(self, r: Reported) -> None:
+        t = self.trials[r.trial]
+        if r.step > t.mark_step and t.running_since is not None:
+            t.step_time = (r.t - t.mark_t) / (r.step - t.mark_step)
+            t.mark_t, t.mark_step = r.t, r.step
+        t.step = max(t.step, r.step)
+        t.last_score = r.score
+        t.reports_since_launch += 1
+        if self.better(r.score, t.best_score):
+            t.best_score, t.best_step = r.score, r.step
+        if self.better(r.score, self.best_score):
+            self.best_score, self.best_trial, self.best_step = r.score, r.trial, r.step
+
+    def _stop_requested(self, r: StopRequested) -> None:
+        t = self.trials[r.trial]
+        if t.status not in LIVE:
+            raise ValueError(f"stop requested for trial {r.trial} while {t.status}")
+        if r.extra:
+            self.pool.take(r.extra)
+            t.reserved = tuple(r.extra)
+        t.intent = r.intent
+        t.relaunch_atoms = r.atoms if r.intent == "resize" else 0
+        if t.status != "stopping":
+            self._set_status(t, "stopping")
+
+    def _exited(self, r: Exited) -> None:
+        t = self.trials[r.trial]
+        if t.status not in LIVE:
+            raise ValueError(f"trial {r.trial} exited while {t.status}")
+        if t.running_since is not None:
+            t.run_time_done += max(0.0, r.t - t.running_since)
+            t.running_since = None
+        self.pool.release(t.atoms + t.reserved)
+        t.atoms, t.reserved = (), ()
+        t.checkpoint_step = max(t.checkpoint_step, r.step) if r.outcome != "errored" else t.checkpoint_step
+        t.step = max(t.step, r.step)
+        t.ended_at = r.t
+        if r.outcome == "errored":
+            t.error, t.relaunch_atoms = r.error, 0
+            self._set_status(t, "errored")
+        elif r.outcome == "finished" or t.intent == "stop":
+            t.relaunch_atoms = 0
+            self._set_status(t, "completed" if r.outcome == "finished" else "terminated")
+        else:
+            if t.intent == "resize" and t.relaunch_atoms:
+                t.resizes += 1
+                self.resizes += 1
+            elif t.intent == "pause":
+                self.pauses += 1
+            self._set_status(t, "paused")
+
+    def _entrance_closed(self, r: EntranceClosed) -> None:
+        self.entrance_closed_at = r.t
+
+    def _run_finished(self, r: RunFinished) -> None:
+        self.finished = r

@@ -1,0 +1,50 @@
+"""Workloads the simulator replays: each trial follows one learning curve from a finite pool."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from hpcsched.scaling import Scaling
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A trial's reports: at ``steps[i]`` it reports ``scores[i]``, after ``work[i]`` one-atom seconds."""
+
+    key: str
+    steps: np.ndarray
+    scores: np.ndarray
+    work: np.ndarray
+
+    def best_within(self, work_budget: float, mode: str) -> float | None:
+        """Best score among reports reachable with ``work_budget`` one-atom seconds."""
+        n = int(np.searchsorted(self.work, work_budget, side="right"))
+        if n == 0:
+            return None
+        prefix = self.scores[:n]
+        return float(prefix.max() if mode == "max" else prefix.min())
+
+
+class Workload(Protocol):
+    """A pool of distinct curves; trial ``i`` of a run replays ``curve(i)``."""
+
+    size: int
+
+    def curve(self, index: int) -> Curve: ...
+
+
+def oracle_score(workload: Workload, *, atoms: int, deadline: float, startup: float,
+                 scaling: Scaling, mode: str) -> float | None:
+    """Best score any pool curve reaches trained alone on all atoms from time 0, with one startup."""
+    budget = max(0.0, deadline - startup) * scaling.rate(atoms)
+    if mode == "max" and hasattr(workload, "best_within"):
+        return workload.best_within(budget, mode)
+    best: float | None = None
+    for i in range(workload.size):
+        value = workload.curve(i).best_within(budget, mode)
+        if value is not None and (best is None or (value > best if mode == "max" else value < best)):
+            best = value
+    return best

@@ -1,0 +1,148 @@
+"""The simulated executor and the controller loop on a virtual clock."""
+
+import numpy as np
+import pytest
+
+from hpcsched.clock import VirtualClock
+from hpcsched.controller import Controller, RunSettings
+from hpcsched.executors.base import LaunchRequest, TrialExit, TrialReport, TrialStarted
+from hpcsched.executors.sim import SimExecutor
+from hpcsched.journal import ListJournal
+from hpcsched.records import Exited, Launched, Reported, Running, StopRequested
+from hpcsched.scaling import named_scaling
+from hpcsched.schedulers import make_scheduler
+from hpcsched.spec import SchedulerSpec, parse_experiment
+from hpcsched.simulate import simulate_run
+from hpcsched.state import RunState
+from hpcsched.workloads import Curve, oracle_score
+
+
+class ListWorkload:
+    def __init__(self, curves):
+        self.curves = curves
+        self.size = len(curves)
+
+    def curve(self, index):
+        return self.curves[index]
+
+
+def linear_curve(key, n, step_time=1.0, start=0.0, slope=0.1):
+    steps = np.arange(1, n + 1)
+    return Curve(key, steps, start + slope * steps, steps * step_time)
+
+
+def run_controller(curves, scheduler_spec, atoms=2, deadline=100.0, startup=0.0, scaling="linear",
+                   max_trials=None):
+    clock = VirtualClock()
+    executor = SimExecutor(ListWorkload(curves), clock, named_scaling(scaling), startup)
+    journal = ListJournal()
+    state = RunState("max")
+    settings = RunSettings("t", "v", "d", 0, deadline, tuple(str(i) for i in range(atoms)),
+                           max_trials=max_trials or len(curves))
+    Controller(settings, make_scheduler(scheduler_spec, "max"), executor, clock, journal,
+               lambda i: {"i": i}, state).run()
+    return state, journal.records
+
+
+def test_steps_advance_at_true_scaling_after_startup():
+    spec = SchedulerSpec(kind="asha", r=100, R=10, eta=4, atoms_per_trial=2)
+    state, records = run_controller([linear_curve("c", 10, step_time=0.5)], spec, atoms=2, startup=1.0)
+    times = [r.t for r in records if isinstance(r, Reported)]
+    assert [r.startup for r in records if isinstance(r, Running)] == [1.0]
+    assert times == pytest.approx([1.0 + 0.25 * k for k in range(1, 11)])  # two atoms, linear: 0.25 per step
+    exit_ = [r for r in records if isinstance(r, Exited)]
+    assert exit_[0].outcome == "finished" and exit_[0].t == pytest.approx(3.5) and exit_[0].step == 10
+    assert state.counts["completed"] == 1 and state.best_score == pytest.approx(1.0)
+
+
+def test_resume_and_resize_continue_from_the_checkpoint_step():
+    clock = VirtualClock()
+    ex = SimExecutor(ListWorkload([linear_curve("c", 20)]), clock, named_scaling("linear"), startup=2.0)
+    ex.launch(LaunchRequest("t0", 0, {}, ("0",), 0, "start"))
+    events = []
+    while clock.now() < 6.0:
+        clock.sleep_until(min(ex.next_wakeup(clock.now()), 6.0))
+        events += ex.poll(clock.now())
+    assert isinstance(events[0], TrialStarted) and events[0].t == 2.0
+    assert [e.step for e in events if isinstance(e, TrialReport)] == [1, 2, 3, 4]
+    ex.request_stop("t0")
+    (exit_,) = ex.poll(clock.now())
+    assert isinstance(exit_, TrialExit) and exit_.outcome == "checkpointed" and exit_.step == 4
+    ex.launch(LaunchRequest("t0", 0, {}, ("0", "1"), 4, "resize"))
+    clock.sleep_until(ex.next_wakeup(clock.now()))
+    assert isinstance(ex.poll(clock.now())[0], TrialStarted) and clock.now() == 8.0
+    clock.sleep_until(ex.next_wakeup(clock.now()))
+    (report,) = ex.poll(clock.now())
+    assert report.step == 5 and report.t == pytest.approx(8.5)  # resumed at step 5, twice as fast
+
+
+def test_short_trace_ends_the_trial_at_its_last_step():
+    spec = SchedulerSpec(kind="asha", r=100, R=50, eta=4)
+    state, records = run_controller([linear_curve("short", 3), linear_curve("long", 8)], spec, atoms=2)
+    exits = {r.trial: r for r in records if isinstance(r, Exited)}
+    assert exits["t0000"].step == 3 and exits["t0000"].outcome == "finished"
+    assert exits["t0001"].step == 8
+
+
+def test_deadline_stops_trials_and_best_is_what_was_reported_by_then():
+    spec = SchedulerSpec(kind="asha", r=100, R=1000, eta=4)
+    state, records = run_controller([linear_curve("c", 1000, slope=0.001)], spec, atoms=1, deadline=10.5)
+    reports = [r for r in records if isinstance(r, Reported)]
+    assert reports[-1].step == 10 and all(r.t <= 10.5 for r in reports)
+    assert state.best_score == pytest.approx(0.010)
+    stops = [r for r in records if isinstance(r, StopRequested)]
+    assert stops[-1].intent == "deadline"
+    assert state.counts["paused"] == 1 and state.live_count == 0
+    assert state.finished is not None and state.finished.reason == "deadline"
+
+
+def test_atoms_never_oversubscribed_and_replay_rebuilds_state():
+    raw = {"scheduler": {"kind": "hypersched", "r": 5, "R": 200, "eta": 4, "allocation": "uniform",
+                         "resize_cooldown": 1},
+           "resources": {"atoms": 6}, "deadline": 40, "workload": {"kind": "synthetic", "startup": 0.3}}
+    spec = parse_experiment(raw).spec
+    clock = VirtualClock()
+    from hpcsched.workloads.synthetic import SyntheticWorkload
+
+    workload = SyntheticWorkload(0, 200, 0.1, 500, 0.005)
+    executor = SimExecutor(workload, clock, named_scaling("linear"), 0.3)
+    journal = ListJournal()
+    state = RunState("max")
+
+    def check(record, st):
+        held = sum(len(t.atoms) + len(t.reserved) for t in st.trials.values())
+        assert held + st.free_atoms == 6
+
+    settings = RunSettings("t", "hypersched", "d", 0, 40.0, tuple(str(i) for i in range(6)), max_trials=500)
+    Controller(settings, make_scheduler(spec.scheduler, "max"), executor, clock, journal, lambda i: {},
+               state, on_record=check).run()
+    assert state.resizes > 0 and state.pauses > 0
+    replayed = RunState("max")
+    for record in journal.records:
+        replayed.apply(record)
+    assert replayed.best_score == state.best_score and replayed.counts == state.counts
+    assert {k: (t.status, t.step) for k, t in replayed.trials.items()} == \
+        {k: (t.status, t.step) for k, t in state.trials.items()}
+
+
+def test_oracle_is_best_prefix_with_all_atoms_and_one_startup():
+    curves = [linear_curve("a", 10, slope=0.1), Curve("b", np.arange(1, 11), np.r_[0.5, 0.9, [0.2] * 8],
+                                                      np.arange(1, 11) * 1.0)]
+    w = ListWorkload(curves)
+    # 4 atoms linear, deadline 2, startup 1: 4 one-atom seconds -> 4 steps: a reaches 0.4, b peaked at 0.9
+    assert oracle_score(w, atoms=4, deadline=2, startup=1, scaling=named_scaling("linear"), mode="max") == 0.9
+    assert oracle_score(w, atoms=4, deadline=1.2, startup=1, scaling=named_scaling("linear"), mode="max") is None
+    assert oracle_score(w, atoms=4, deadline=3.5, startup=1, scaling=named_scaling("linear"), mode="min") == 0.1
+
+
+def test_simulated_best_never_beats_the_oracle():
+    raw = {"scheduler": {"kind": "hypersched", "r": 5, "R": 500, "eta": 4}, "resources": {"atoms": 8},
+           "deadline": 20, "workload": {"kind": "synthetic", "startup": 0.2},
+           "variants": [{"name": "asha", "scheduler": {"kind": "asha"}}, {"name": "hs"}]}
+    spec = parse_experiment(raw).spec
+    for variant in spec.variants:
+        for seed in range(2):
+            state, workload = simulate_run(spec, variant, seed)
+            oracle = oracle_score(workload, atoms=8, deadline=20, startup=0.2, scaling=named_scaling("linear"),
+                                  mode="max")
+            assert state.best_score <= oracle
