@@ -1,3 +1,6 @@
 """hpcsched: deadline-aware hyperparameter search (HyperSched and ASHA) for SLURM clusters."""
 
+from hpcsched.trial import TrialContext, load_checkpoint
+
 __version__ = "0.1.0"
+__all__ = ["TrialContext", "load_checkpoint", "__version__"]

@@ -37,23 +37,34 @@ class AtomPool:
         i = bisect.bisect_left(free, pos)
         return i < len(free) and free[i] == pos
 
-    def choose(self, n: int) -> tuple[str, ...]:
-        """``n`` free atoms, packed onto few nodes; raise ValueError when fewer are free."""
-        if n > self.free_count:
+    def choose(self, n: int, near: Sequence[str] = (), single_node: bool = False) -> tuple[str, ...]:
+        """``n`` free atoms: on the nodes of ``near`` first (a trial's own atoms), else packed onto
+        as few nodes as possible (best fit). With ``single_node``, all on one node: when no node
+        has ``n`` free, the most a single node offers (fewer than ``n``). ValueError if < 1 free."""
+        if n > self.free_count and not single_node:
             raise ValueError(f"asked for {n} atoms, {self.free_count} free")
-        if len(self._free_by_node) == 1:
-            (free,) = self._free_by_node.values()
-            return tuple(self.ids[i] for i in free[:n])
-        fitting = [(len(f), node) for node, f in self._free_by_node.items() if len(f) >= n]
+        if self.free_count == 0:
+            raise ValueError(f"asked for {n} atoms, none free")
+        preferred = list(dict.fromkeys(node_of(a) for a in near))
+        rank = {node: i for i, node in enumerate(preferred)}
+        free = self._free_by_node
+        fitting = [node for node, f in free.items() if len(f) >= n]
         if fitting:
-            _, node = min(fitting)
-            return tuple(self.ids[i] for i in self._free_by_node[node][:n])
+            node = min(fitting, key=lambda nd: (rank.get(nd, len(rank)), len(free[nd]), nd))
+            return tuple(self.ids[i] for i in free[node][:n])
+        if single_node:
+            node = max(free, key=lambda nd: (len(free[nd]), -rank.get(nd, len(rank))))
+            return tuple(self.ids[i] for i in free[node])
         chosen: list[str] = []
-        for free in sorted(self._free_by_node.values(), key=len, reverse=True):
-            chosen.extend(self.ids[i] for i in free[: n - len(chosen)])
+        for node in sorted(free, key=lambda nd: (rank.get(nd, len(rank)), -len(free[nd]), nd)):
+            chosen.extend(self.ids[i] for i in free[node][: n - len(chosen)])
             if len(chosen) == n:
                 break
         return tuple(chosen)
+
+    def free_on(self, node: str) -> tuple[str, ...]:
+        """The free atoms of one node, lowest first."""
+        return tuple(self.ids[i] for i in self._free_by_node.get(node, []))
 
     def take(self, atom_ids: Iterable[str]) -> None:
         for a in atom_ids:

@@ -30,7 +30,54 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--jobs", type=int, default=None, help="parallel processes (default: CPU count, max 8)")
     sim.add_argument("--no-events", action="store_true", help="skip the per-event logs")
     sim.set_defaults(func=cmd_simulate)
+
+    run = sub.add_parser("run", help="run an experiment for real (local processes or SLURM steps)")
+    run.add_argument("spec", type=Path)
+    run.add_argument("--run-dir", type=Path, default=None, help="run directory (default: runs/<name>-<time>)")
+    run.add_argument("--backend", choices=("local", "slurm"), default="local")
+    run.add_argument("--deadline", type=_duration, default=None, help="e.g. 10m, 2h (overrides the spec)")
+    run.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its journal")
+    run.add_argument("--variant", default=None, help="which of the spec's variants to run")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.set_defaults(func=cmd_run)
+
+    status = sub.add_parser("status", help="show a run's trials, atoms, best so far and time left")
+    status.add_argument("run_dir", type=Path)
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.add_argument("--watch", type=float, nargs="?", const=2.0, default=None, metavar="SECONDS",
+                        help="refresh every SECONDS (default 2) until the run finishes")
+    status.set_defaults(func=cmd_status)
     return parser
+
+
+def _duration(text: str) -> float:
+    from hpcsched.durations import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--deadline: expected a duration like 90s, 30m, 2h, got {text!r}") from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"--deadline: must be > 0, got {text!r}")
+    return seconds
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from hpcsched.runner import RunOptions, run_experiment
+    from hpcsched.spec import load_spec
+
+    spec = load_spec(args.spec)
+    result = run_experiment(spec, RunOptions(run_dir=args.run_dir, backend=args.backend, deadline=args.deadline,
+                                             resume=args.resume, variant=args.variant, quiet=args.quiet))
+    return 0 if result.get("reason") in ("deadline", "nothing left to run") or result.get("best") else 1
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from hpcsched.status import status_command
+
+    if args.watch is not None and args.watch <= 0:
+        raise UserError(f"--watch: expected a positive number of seconds, got {args.watch}")
+    return status_command(args.run_dir, as_json=args.json, watch=args.watch)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

@@ -11,10 +11,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from hpcsched.atoms import node_of
 from hpcsched.executors.base import Executor, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.journal import Journal
-from hpcsched.records import (EntranceClosed, Exited, Launched, Record, Reported, RunFinished, RunStarted,
-                              Running, StopRequested, TrialCreated)
+from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, Launched, Record, Reported, RunFinished,
+                              RunStarted, Running, StopRequested, TrialCreated)
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial,
                                            Scheduler, Situation, StartTrial, StopTrial)
 from hpcsched.state import LIVE, RunState
@@ -35,6 +36,7 @@ class RunSettings:
     deadline: float  # absolute, on the clock's time line
     atom_ids: tuple[str, ...]
     max_trials: int | None = None  # combined limit of spec, space and workload
+    metric: str = "score"
     stop_margin: float = 0.0  # ask trials to checkpoint this long before the deadline
     wind_down_grace: float = 0.0  # after the deadline, how long to wait for trials to exit
 
@@ -51,6 +53,11 @@ class Controller:
         self.configs = configs
         self.state = state
         self.on_record = on_record
+        self.interrupted: str | None = None  # set (e.g. from a signal handler) to wind down now
+
+    def interrupt(self, reason: str) -> None:
+        """Stop at the next loop turn: checkpoint every trial and finish with ``reason``."""
+        self.interrupted = reason
 
     # ------------------------------------------------------------ the loop
 
@@ -59,7 +66,7 @@ class Controller:
         s = self.settings
         if self.state.started is None:
             self._commit(RunStarted(self.clock.now(), s.name, s.deadline, len(s.atom_ids), s.seed,
-                                    s.spec_digest, s.variant, s.atom_ids))
+                                    s.spec_digest, s.variant, s.atom_ids, s.metric, self.state.mode))
         stop_at = s.deadline - s.stop_margin
         reason = "deadline"
         while True:
@@ -69,23 +76,27 @@ class Controller:
                 self._decide()
             if now >= stop_at:
                 break
+            if self.interrupted:
+                reason = self.interrupted
+                break
             acted = self._decide()
             if not acted and self.state.live_count == 0:
                 reason = "nothing left to run"
                 break
             self.clock.sleep_until(min(self.executor.next_wakeup(now), stop_at))
-        self._wind_down()
+        self._wind_down(give_up_at=s.deadline if reason == "deadline" else None)
         st = self.state
         self._commit(RunFinished(self.clock.now(), reason, st.best_trial, st.best_score, st.best_step))
         return st
 
-    def _wind_down(self) -> None:
-        """Ask every live trial to checkpoint and exit; wait for them up to the grace period."""
+    def _wind_down(self, give_up_at: float | None = None) -> None:
+        """Ask every live trial to checkpoint and exit; wait for them until ``give_up_at``
+        (default: the wind-down grace period from now), then kill what is left."""
         for trial in list(self.state.trials.values()):
             if trial.status in LIVE and trial.intent not in ("pause", "stop", "deadline"):
                 self._commit(StopRequested(self.clock.now(), trial.trial_id, "deadline"))
                 self.executor.request_stop(trial.trial_id)
-        give_up = self.clock.now() + self.settings.wind_down_grace
+        give_up = give_up_at if give_up_at is not None else self.clock.now() + self.settings.wind_down_grace
         while self.state.live_count:
             now = self.clock.now()
             for event in self.executor.poll(now):
@@ -102,9 +113,30 @@ class Controller:
             wake = self.executor.next_wakeup(now)
             self.clock.sleep_until(min(wake, give_up) if math.isfinite(wake) else give_up)
 
+    # ------------------------------------------------------------ resuming
+
+    def resume(self, atom_ids: tuple[str, ...], host: str = "", pid: int = 0) -> None:
+        """Take over a replayed run: recover every trial the previous controller left live
+        (its reports since the last journaled one, then its exit), hand the run the atoms
+        held now, and relaunch the trials that were running on as many atoms as they had."""
+        for trial in list(self.state.trials.values()):
+            if trial.status not in LIVE:
+                continue
+            if trial.status != "stopping":
+                self._commit(StopRequested(self.clock.now(), trial.trial_id, "recover", len(trial.atoms),
+                                           reason="controller restarted"))
+            for event in self.executor.recover(trial.trial_id, trial.launches, trial.step, trial.checkpoint_step):
+                self._handle(event, relaunch=False)
+        self._commit(ControllerResumed(self.clock.now(), tuple(atom_ids), host, pid))
+        for trial in list(self.state.trials.values()):
+            if trial.status == "paused" and trial.relaunch_atoms:
+                atoms = min(trial.relaunch_atoms, self.state.free_atoms)
+                if atoms >= 1:
+                    self._launch(trial.trial_id, atoms, "recover")
+
     # ------------------------------------------------------------ events
 
-    def _handle(self, event) -> None:
+    def _handle(self, event, relaunch: bool = True) -> None:
         trial = self.state.trials.get(event.trial_id)
         if trial is None or trial.status not in LIVE:
             return  # stale event of a trial that already exited
@@ -114,11 +146,11 @@ class Controller:
         elif isinstance(event, TrialReport):
             if trial.running_since is None:  # a report before the started mark: count it as started
                 self._commit(Running(event.t, event.trial_id, max(0.0, event.t - trial.launched_at)))
-            self._commit(Reported(event.t, event.trial_id, event.step, event.score))
+            self._commit(Reported(event.t, event.trial_id, event.step, event.score, event.checkpoint))
         elif isinstance(event, TrialExit):
             self._commit(Exited(event.t, event.trial_id, event.outcome, event.step, event.error))
-            if trial.status == "paused" and trial.relaunch_atoms:
-                self._launch(trial.trial_id, trial.relaunch_atoms, "resize")
+            if relaunch and trial.status == "paused" and trial.relaunch_atoms:
+                self._launch(trial.trial_id, trial.relaunch_atoms, "resize" if trial.intent == "resize" else "recover")
 
     # ------------------------------------------------------------ decisions
 
@@ -160,22 +192,36 @@ class Controller:
             grow = d.atoms - len(trial.atoms)
             if grow > st.free_atoms:
                 raise SchedulerError(f"{d}: needs {grow} more atoms, {st.free_atoms} free")
-            extra = st.pool.choose(grow) if grow > 0 else ()
-            self._commit(StopRequested(now, d.trial_id, "resize", d.atoms, extra, d.reason))
+            extra: tuple[str, ...] = ()
+            if grow > 0:
+                if self._single_node:  # a trial that is one process grows only on its own node
+                    extra = st.pool.free_on(node_of(trial.atoms[0]))[:grow]
+                    if not extra:
+                        return
+                else:
+                    extra = st.pool.choose(grow, near=trial.atoms)
+            atoms = len(trial.atoms) + len(extra) if grow > 0 else d.atoms
+            self._commit(StopRequested(now, d.trial_id, "resize", atoms, extra, d.reason))
             self.executor.request_stop(d.trial_id)
         elif isinstance(d, CloseEntrance):
             self._commit(EntranceClosed(now, d.reason))
         else:
             raise SchedulerError(f"unknown decision {d!r}")
 
+    @property
+    def _single_node(self) -> bool:
+        """Whether the executor needs each trial on one node (processes that are not distributed)."""
+        return not getattr(self.executor, "spans_nodes", True)
+
     def _launch(self, trial_id: str, n_atoms: int, reason: str) -> None:
         st = self.state
         if n_atoms < 1 or n_atoms > st.free_atoms:
             raise SchedulerError(f"launch of {trial_id} on {n_atoms} atoms: {st.free_atoms} free")
         trial = st.trials[trial_id]
-        atoms = st.pool.choose(n_atoms)
+        atoms = st.pool.choose(n_atoms, near=trial.atoms or trial.last_atoms, single_node=self._single_node)
         self._commit(Launched(self.clock.now(), trial_id, atoms, reason, trial.checkpoint_step))
-        self.executor.launch(LaunchRequest(trial_id, trial.index, trial.config, atoms, trial.checkpoint_step, reason))
+        self.executor.launch(LaunchRequest(trial_id, trial.index, trial.config, atoms, trial.checkpoint_step, reason,
+                                           trial.launches))
 
     def _commit(self, record: Record) -> None:
         self.journal.append(record)

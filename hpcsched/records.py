@@ -24,6 +24,8 @@ class RunStarted:
     spec_digest: str
     variant: str
     atom_ids: tuple[str, ...] = ()
+    metric: str = "score"
+    mode: str = "max"  # max | min: how scores compare
     version: int = JOURNAL_VERSION
     kind: str = field(default="run_started", init=False)
 
@@ -61,16 +63,20 @@ class Running:
 
 @dataclass(frozen=True)
 class Reported:
+    """A score; ``checkpoint`` names the checkpoint file saved with it ('' if none)."""
+
     t: float
     trial: str
     step: int
     score: float
+    checkpoint: str = ""
     kind: str = field(default="reported", init=False)
 
 
 @dataclass(frozen=True)
 class StopRequested:
-    """The controller asked a trial to checkpoint and exit; ``intent``: pause | stop | resize | deadline.
+    """The controller asked a trial to checkpoint and exit; ``intent``: pause | stop | resize | deadline,
+    or recover (a restarted controller takes over a trial it will relaunch on ``atoms`` atoms).
 
     For a resize, ``atoms`` is the new allocation size and ``extra`` the atoms reserved now for it.
     """
@@ -97,6 +103,20 @@ class Exited:
 
 
 @dataclass(frozen=True)
+class ControllerResumed:
+    """A restarted controller took over the run (after recovering every live trial).
+
+    ``atom_ids`` are the atoms it holds now (a new allocation may have other nodes).
+    """
+
+    t: float
+    atom_ids: tuple[str, ...]
+    host: str = ""
+    pid: int = 0
+    kind: str = field(default="controller_resumed", init=False)
+
+
+@dataclass(frozen=True)
 class EntranceClosed:
     """The scheduler stopped exploring: no new trials, no promotions from now on."""
 
@@ -116,12 +136,12 @@ class RunFinished:
 
 
 Record = Union[RunStarted, TrialCreated, Launched, Running, Reported, StopRequested, Exited,
-               EntranceClosed, RunFinished]
+               ControllerResumed, EntranceClosed, RunFinished]
 
 RECORD_TYPES: dict[str, type] = {
     cls.__dataclass_fields__["kind"].default: cls  # type: ignore[attr-defined]
     for cls in (RunStarted, TrialCreated, Launched, Running, Reported, StopRequested, Exited,
-                EntranceClosed, RunFinished)
+                ControllerResumed, EntranceClosed, RunFinished)
 }
 _TUPLE_FIELDS = {"atom_ids", "atoms", "extra"}
 

@@ -48,6 +48,8 @@ def check_simulable(spec: Spec) -> None:
         problems.append("workload: required for simulation (kind: synthetic or trace)")
     if spec.deadline is None:
         problems.append("deadline: required for simulation")
+    if not isinstance(spec.resources.atoms, int):
+        problems.append(f"resources.atoms: a simulation needs a number of atoms, got {spec.resources.atoms!r}")
     if problems:
         raise SpecError(problems, str(spec.source or spec.name))
 
@@ -82,7 +84,7 @@ def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None
 
     settings = RunSettings(name=spec.name, variant=variant.name, spec_digest=spec.digest, seed=seed,
                            deadline=spec.deadline, atom_ids=tuple(str(i) for i in range(spec.resources.atoms)),
-                           max_trials=min(limits))
+                           max_trials=min(limits), metric=spec.metric.name)
     journal = JsonlJournal(event_log, durable=False) if event_log else NullJournal()
     state = RunState(spec.metric.mode)
     try:
@@ -127,7 +129,7 @@ def plan(experiment: Experiment, seeds: list[int], out: Path | None, event_log: 
             for seed in seeds:
                 log = None
                 if event_log and out is not None:
-                    log = out / "events" / _safe(cell.label) / _safe(variant.name) / f"seed-{seed}.jsonl"
+                    log = out / "events" / safe_name(cell.label) / safe_name(variant.name) / f"seed-{seed}.jsonl"
                 tasks.append(SimTask(i, cell.params, cell.spec, variant, seed, log))
     return tasks
 
@@ -169,7 +171,8 @@ def means_table(frame: pd.DataFrame, matrix_keys: tuple[str, ...] = ()) -> pd.Da
     return table.reset_index()
 
 
-def _safe(text: str) -> str:
+def safe_name(text: str) -> str:
+    """A cell or variant label as a folder name."""
     return "".join(c if c.isalnum() or c in "-_.=," else "_" for c in text)
 
 

@@ -27,7 +27,7 @@ ALLOCATION_POLICIES = ("uniform", "top_job", "none")
 WORKLOAD_KINDS = ("synthetic", "trace")
 _HYPERSCHED_ONLY = ("speculative", "entrance", "allocation", "overhead_aware", "scaling", "backfill",
                     "allocation_grid", "resize_margin", "resize_cooldown", "startup_quantile",
-                    "max_atoms_per_trial")
+                    "startup_estimate", "max_atoms_per_trial", "profile")
 _ASHA_ONLY = ("atoms_per_trial",)
 
 
@@ -58,12 +58,28 @@ class SchedulerSpec:
     resize_margin: float = 0.1
     resize_cooldown: int = 5  # reports a trial makes after a (re)start before it may grow
     startup_quantile: float = 0.9
+    startup_estimate: float | None = None  # T_o before any startup was measured (e.g. from a profile)
     max_atoms_per_trial: int | None = None
 
 
 @dataclass(frozen=True)
 class ResourcesSpec:
-    atoms: int = 1
+    """What one atom is and how many the run holds."""
+
+    atoms: int | str = "auto"  # auto: the whole machine (local) or allocation (SLURM); simulations need a number
+    gpus_per_atom: int | str = "auto"  # local: auto = 1 when GPUs are present, else CPU slots (0)
+    cpus_per_atom: int = 1
+    mem_per_atom: str = ""  # SLURM --mem per atom, e.g. 4G ('' = the partition's default)
+    distributed: bool = False  # one process per GPU (or per atom on CPU), torch.distributed environment
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    """How the controller of a real run behaves."""
+
+    poll_interval: float = 0.25  # seconds between polls of trial files and processes
+    stop_margin: float = 10.0  # ask trials to checkpoint this long before the deadline
+    stop_grace: float = 60.0  # a trial asked to stop is killed after this long (its last checkpoint counts)
 
 
 @dataclass(frozen=True)
@@ -100,6 +116,7 @@ class Spec:
     max_trials: int | None = None
     seed: int = 0
     workload: WorkloadSpec | None = None
+    controller: ControllerSpec = field(default_factory=ControllerSpec)
     source: Path | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -203,7 +220,7 @@ def parse_experiment(raw: Any, source: Path | None = None) -> Experiment:
 
 
 _TOP_KEYS = ("name", "trainable", "metric", "space", "scheduler", "resources", "deadline",
-             "max_trials", "seed", "workload", "variants", "matrix")
+             "max_trials", "seed", "workload", "controller", "variants", "matrix")
 
 
 def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
@@ -222,6 +239,7 @@ def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
     seed = top.take("seed", _int_at_least(0), default=0)
     base_dir = source.parent if source else Path.cwd()
     workload = top.take("workload", lambda v: _parse_workload(v, base_dir, problems, checked_traces), default=None)
+    controller = top.take("controller", lambda v: _parse_controller(v, problems), default=ControllerSpec())
     variants_raw = top.take("variants", _list_of_mappings, default=None)
     top.take("matrix", lambda v: v, default=None)
     top.reject_unknown(_TOP_KEYS)
@@ -229,8 +247,8 @@ def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
     scheduler = None
     variants: list[Variant] = []
     if scheduler_raw is not None:
-        scheduler = _parse_scheduler(scheduler_raw, "scheduler", problems)
-        variants = _parse_variants(variants_raw, scheduler_raw, scheduler, problems)
+        scheduler = _parse_scheduler(scheduler_raw, "scheduler", problems, base_dir)
+        variants = _parse_variants(variants_raw, scheduler_raw, scheduler, problems, base_dir)
     if trainable is None and workload is None and len(problems) == before:
         problems.append("trainable: required (or a workload: section for simulation)")
     if trainable is not None and space is None and "space" not in raw:
@@ -242,7 +260,8 @@ def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
         return None
     return Spec(name=name, metric=metric, scheduler=scheduler, resources=resources,
                 variants=tuple(variants), space=space, trainable=trainable, deadline=deadline,
-                max_trials=max_trials, seed=seed, workload=workload, source=source, raw=raw)
+                max_trials=max_trials, seed=seed, workload=workload, controller=controller, source=source,
+                raw=raw)
 
 
 def _parse_metric(raw: object, problems: list[str]) -> MetricSpec:
@@ -257,15 +276,42 @@ def _parse_metric(raw: object, problems: list[str]) -> MetricSpec:
 
 def _parse_resources(raw: object, problems: list[str]) -> ResourcesSpec:
     section = _Section(raw, "resources", problems)
-    atoms = section.take("atoms", _int_at_least(1), default=1)
-    section.reject_unknown(("atoms",))
-    return ResourcesSpec(atoms=atoms or 1)
+    d = ResourcesSpec()
+    atoms = section.take("atoms", _auto_or(_int_at_least(1)), default=d.atoms)
+    gpus = section.take("gpus_per_atom", _auto_or(_int_at_least(0)), default=d.gpus_per_atom)
+    cpus = section.take("cpus_per_atom", _int_at_least(1), default=d.cpus_per_atom)
+    mem = section.take("mem_per_atom", _memory, default=d.mem_per_atom)
+    distributed = section.take("distributed", _bool, default=d.distributed)
+    section.reject_unknown(("atoms", "gpus_per_atom", "cpus_per_atom", "mem_per_atom", "distributed"))
+    return ResourcesSpec(atoms=d.atoms if atoms is None else atoms, gpus_per_atom=d.gpus_per_atom if gpus is None else gpus,
+                         cpus_per_atom=cpus or 1, mem_per_atom=mem or "", distributed=bool(distributed))
+
+
+def _parse_controller(raw: object, problems: list[str]) -> ControllerSpec:
+    section = _Section(raw, "controller", problems)
+    d = ControllerSpec()
+    poll = section.take("poll_interval", _positive_duration, default=d.poll_interval)
+    margin = section.take("stop_margin", _duration, default=d.stop_margin)
+    grace = section.take("stop_grace", _positive_duration, default=d.stop_grace)
+    section.reject_unknown(("poll_interval", "stop_margin", "stop_grace"))
+    return ControllerSpec(poll or d.poll_interval, d.stop_margin if margin is None else margin, grace or d.stop_grace)
 
 
 _SCHEDULER_KEYS = ("kind", "r", "R", "eta") + _ASHA_ONLY + _HYPERSCHED_ONLY
 
 
-def _parse_scheduler(raw: Mapping, path: str, problems: list[str]) -> SchedulerSpec | None:
+def _profile(value: Any, base_dir: Path) -> tuple[Scaling, float | None]:
+    """A profile file written by ``hpcsched profile``: its speedup table and startup estimate."""
+    from hpcsched.profile_file import read_profile
+
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected the path of a profile file, got {value!r}")
+    path = Path(value)
+    return read_profile(path if path.is_absolute() else base_dir / path)
+
+
+def _parse_scheduler(raw: Mapping, path: str, problems: list[str], base_dir: Path | None = None) -> SchedulerSpec | None:
+    base_dir = base_dir or Path.cwd()
     before = len(problems)
     s = _Section(raw, path, problems)
     d = SchedulerSpec()
@@ -279,9 +325,19 @@ def _parse_scheduler(raw: Mapping, path: str, problems: list[str]) -> SchedulerS
                        ("overhead_aware", _bool), ("backfill", _bool), ("scaling", lambda v: _scaling(v, f"{path}.scaling", problems)),
                        ("allocation_grid", _int_at_least(1)), ("resize_margin", _number_at_least(0)),
                        ("resize_cooldown", _int_at_least(0)), ("startup_quantile", _fraction),
+                       ("startup_estimate", _optional(_duration)),
                        ("max_atoms_per_trial", _optional(_int_at_least(1)))):
         if key in raw:
             values[key] = s.take(key, parse)
+    if "profile" in raw:
+        profile = s.take("profile", lambda v: _profile(v, base_dir))
+        if profile is not None:
+            if "scaling" in raw:
+                problems.append(f"{path}.profile: gives the scaling itself; remove {path}.scaling "
+                                f"(got both {raw['scaling']!r} and {raw['profile']!r})")
+            values["scaling"] = profile[0]
+            if profile[1] is not None and "startup_estimate" not in raw:
+                values["startup_estimate"] = profile[1]
     s.reject_unknown(_SCHEDULER_KEYS)
     wrong_kind = _ASHA_ONLY if kind == "hypersched" else _HYPERSCHED_ONLY
     for key in wrong_kind:
@@ -296,7 +352,7 @@ def _parse_scheduler(raw: Mapping, path: str, problems: list[str]) -> SchedulerS
 
 
 def _parse_variants(raw: list | None, base_raw: Mapping, base: SchedulerSpec | None,
-                    problems: list[str]) -> list[Variant]:
+                    problems: list[str], base_dir: Path) -> list[Variant]:
     if raw is None:
         return [Variant(base.kind, base)] if base else []
     if not raw:
@@ -321,7 +377,7 @@ def _parse_variants(raw: list | None, base_raw: Mapping, base: SchedulerSpec | N
         # written in the variant itself they are an error
         merged = {k: v for k, v in base_raw.items() if k not in not_for_kind}
         merged.update(overrides)
-        scheduler = _parse_scheduler(merged, f"{path}.scheduler", problems)
+        scheduler = _parse_scheduler(merged, f"{path}.scheduler", problems, base_dir)
         if scheduler is not None and name is not None:
             variants.append(Variant(name, scheduler))
     return variants
@@ -518,6 +574,25 @@ def _fraction(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ValueError(f"expected a number in [0, 1], got {value!r}")
     return float(value)
+
+
+def _auto_or(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def wrapped(value: Any) -> Any:
+        if value == "auto":
+            return "auto"
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (or auto)") from None
+
+    return wrapped
+
+
+def _memory(value: Any) -> str:
+    text = str(value).strip().upper() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+    if not text or not (text.isdigit() or (text[:-1].isdigit() and text[-1] in "KMGT")):
+        raise ValueError(f"expected a memory size like 4G or 4096M, got {value!r}")
+    return text
 
 
 def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:

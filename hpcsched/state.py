@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from hpcsched.atoms import AtomPool
-from hpcsched.records import (EntranceClosed, Exited, Launched, Record, Reported, RunFinished,
-                              RunStarted, Running, StopRequested, TrialCreated)
+from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, Launched, Record, Reported,
+                              RunFinished, RunStarted, Running, StopRequested, TrialCreated)
 
 LIVE = ("launching", "running", "stopping")  # statuses that hold atoms
 STATUSES = ("created", "launching", "running", "stopping", "paused", "completed", "terminated", "errored")
@@ -37,6 +37,7 @@ class TrialState:
     created_at: float
     status: str = "created"
     atoms: tuple[str, ...] = ()
+    last_atoms: tuple[str, ...] = ()  # the atoms of its last launch (to relaunch near them)
     reserved: tuple[str, ...] = ()  # extra atoms held for a pending resize
     intent: str = ""  # why a stop was requested
     relaunch_atoms: int = 0  # >0: paused only to be relaunched at once on this many atoms
@@ -45,6 +46,9 @@ class TrialState:
     last_score: float | None = None
     best_score: float | None = None
     best_step: int | None = None
+    best_checkpoint: str = ""  # checkpoint file of the best report that saved one
+    best_checkpoint_score: float | None = None
+    best_checkpoint_step: int | None = None
     launched_at: float | None = None
     running_since: float | None = None
     run_time_done: float = 0.0
@@ -78,6 +82,8 @@ class RunState:
         self.best_score: float | None = None
         self.best_trial: str | None = None
         self.best_step: int | None = None
+        self.best_checkpointed: tuple[float, str, int, str] | None = None  # (score, trial, step, file)
+        self.resumes: list[ControllerResumed] = []
         self.entrance_closed_at: float | None = None
         self.resizes = 0
         self.promotions = 0
@@ -86,7 +92,8 @@ class RunState:
         self._apply: dict[type, Callable[[Any], None]] = {
             RunStarted: self._run_started, TrialCreated: self._trial_created, Launched: self._launched,
             Running: self._running, Reported: self._reported, StopRequested: self._stop_requested,
-            Exited: self._exited, EntranceClosed: self._entrance_closed, RunFinished: self._run_finished,
+            Exited: self._exited, ControllerResumed: self._controller_resumed,
+            EntranceClosed: self._entrance_closed, RunFinished: self._run_finished,
         }
 
     # ------------------------------------------------------------ queries
@@ -165,6 +172,11 @@ class RunState:
             t.best_score, t.best_step = r.score, r.step
         if self.better(r.score, self.best_score):
             self.best_score, self.best_trial, self.best_step = r.score, r.trial, r.step
+        if r.checkpoint:
+            if self.better(r.score, t.best_checkpoint_score):
+                t.best_checkpoint, t.best_checkpoint_score, t.best_checkpoint_step = r.checkpoint, r.score, r.step
+            if self.best_checkpointed is None or self.better(r.score, self.best_checkpointed[0]):
+                self.best_checkpointed = (r.score, r.trial, r.step, r.checkpoint)
 
     def _stop_requested(self, r: StopRequested) -> None:
         t = self.trials[r.trial]
@@ -174,7 +186,7 @@ class RunState:
             self.pool.take(r.extra)
             t.reserved = tuple(r.extra)
         t.intent = r.intent
-        t.relaunch_atoms = r.atoms if r.intent == "resize" else 0
+        t.relaunch_atoms = r.atoms if r.intent in ("resize", "recover") else 0
         if t.status != "stopping":
             self._set_status(t, "stopping")
 
@@ -186,6 +198,7 @@ class RunState:
             t.run_time_done += max(0.0, r.t - t.running_since)
             t.running_since = None
         self.pool.release(t.atoms + t.reserved)
+        t.last_atoms = t.atoms + t.reserved
         t.atoms, t.reserved = (), ()
         t.checkpoint_step = max(t.checkpoint_step, r.step) if r.outcome != "errored" else t.checkpoint_step
         t.step = max(t.step, r.step)
@@ -203,6 +216,13 @@ class RunState:
             elif t.intent == "pause":
                 self.pauses += 1
             self._set_status(t, "paused")
+
+    def _controller_resumed(self, r: ControllerResumed) -> None:
+        if self.live_count:
+            raise ValueError("controller resumed while trials were still live")
+        self.pool = AtomPool(r.atom_ids)
+        self.finished = None
+        self.resumes.append(r)
 
     def _entrance_closed(self, r: EntranceClosed) -> None:
         self.entrance_closed_at = r.t

@@ -221,3 +221,43 @@ def test_paused_trial_promoted_while_exploring():
             break
     else:
         pytest.fail("c never became promotable")
+
+
+def test_idle_atoms_resume_the_best_paused_trial_instead_of_ending_early():
+    h = Harness(atoms=3, deadline=1000.0, kind="hypersched", r=1, R=50, eta=2, allocation="none")
+    h.trials_left = 0
+    for name in "acb":
+        h.start(name)
+    h.report("a", 1, 0.9)
+    h.report("c", 1, 0.8)
+    h.report("b", 1, 0.2)  # below the cutoff of {0.9, 0.8}: paused
+    assert h.decide() == [PauseTrial("b", "rung 1")]
+    h.pause("b")
+    for name, step in (("a", 50), ("c", 50)):
+        h.commit(StopRequested(h.now, name, "stop"))
+        h.commit(Exited(h.now, name, "finished", step))
+    # nothing runs, nothing may start, b is not promotable: resume it rather than idle to the deadline
+    assert h.decide() == [ResumeTrial("b", 1)]
+    assert h.decide() == []  # one paused trial, one resume
+
+
+def test_a_trial_paused_in_this_decision_is_not_also_shrunk():
+    h = Harness(atoms=4, deadline=1000.0, kind="hypersched", r=1, R=500, eta=2, resize_cooldown=0,
+                allocation="top_job")
+    h.trials_left = 0
+    h.start("a", atoms=2)
+    h.start("b")
+    h.start("c")
+    h.report("b", 1, 0.9)
+    h.report("c", 1, 0.8)
+    h.report("a", 1, 0.1)  # a falls below the cutoff and holds two atoms
+    h.trials_left = 3  # exploration wants room
+    decisions = h.decide()
+    assert decisions == [PauseTrial("a", "rung 1")]  # no "make room" shrink of the trial already leaving
+
+
+def test_profile_startup_estimate_is_the_prior_until_startups_are_measured():
+    h = Harness(atoms=2, kind="hypersched", startup_estimate=42.0)
+    assert h.scheduler.startup_estimate == 42.0
+    h.start("a", startup=3.0)
+    assert h.scheduler.startup_estimate == 3.0

@@ -16,6 +16,7 @@ class LaunchRequest:
     atoms: tuple[str, ...]
     from_step: int
     reason: str  # start | resume | resize | recover
+    number: int = 1  # this trial's launch count, 1-based (names the launch: t0003-l2)
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class TrialReport:
     t: float
     step: int
     score: float
+    checkpoint: str = ""  # file name of the checkpoint saved with this report
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ Mechanisms, each a switch of SchedulerSpec so the paper's ablations are configur
   measured startup times. Grown trials shrink to make room while exploration still wants atoms.
 - backfill (our addition, ``backfill: false`` for the paper's behaviour): after the entrance
   closed, atoms that the live trials cannot take under the allocation policy (none live, all
-  at their useful maximum, or no allocation) go to promotions and new trials instead of idling.
+  at their useful maximum, or no allocation) go to promotions and new trials instead of idling;
+  and when nothing runs and nothing may start, the best paused trials resume rather than the
+  run ending early.
 """
 
 from __future__ import annotations
@@ -119,7 +121,10 @@ class HyperSched:
         """T_o: the configured quantile of measured startup/resize times (0 when ignoring overhead)."""
         if not self.spec.overhead_aware:
             return 0.0
-        return self._startups.quantile(self.spec.startup_quantile) or 0.0
+        measured = self._startups.quantile(self.spec.startup_quantile)
+        if measured is None:
+            return self.spec.startup_estimate or 0.0
+        return measured
 
     def exploration_budget(self) -> float:
         """min(R * T_a, eta * T'): time a new trial would need; explore only while time_left exceeds it."""
@@ -146,6 +151,9 @@ class HyperSched:
     def decide(self, situation: Situation) -> list[Decision]:
         out: list[Decision] = list(self._verdicts.values())
         self._verdicts.clear()
+        for verdict in out:  # leaving now: not candidates for growth or shrinking
+            self._reported.pop(verdict.trial_id, None)
+            self._grown.discard(verdict.trial_id)
         free = situation.free_atoms
         if not self.closed:
             reason = self._entrance_should_close(situation)
@@ -160,8 +168,20 @@ class HyperSched:
                 free -= spare - self._explore(situation, spare, out, make_room=False)
         if self.spec.allocation != "none" and free > 0:
             self._grow(situation, free, out)
+        if free > 0 and not self._live and not out and (self.spec.backfill or not self.closed):
+            self._resume_idle(free, out)
         self._reported.clear()
         return out
+
+    def _resume_idle(self, free: int, out: list[Decision]) -> None:
+        """Nothing runs, nothing may start: rather than end early, resume the best paused trials."""
+        while free > 0:
+            candidate = self.bracket.best_paused()
+            if candidate is None:
+                return
+            self.bracket.unpause(candidate)
+            out.append(ResumeTrial(candidate, 1))
+            free -= 1
 
     def _growth_demand(self, total: int) -> int:
         """Atoms the live trials would still take under the allocation policy (0 without one)."""

@@ -116,6 +116,14 @@ class Bracket:
             rung.remove_paused(trial_id)
 
 
+    def best_paused(self) -> str | None:
+        """The best paused trial of the highest rung that has one, promotable or not."""
+        for rung in self.rungs:
+            if rung.paused_count:
+                return next(rung.paused_best_first())[0]
+        return None
+
+
 class SpeculativeBracket(Bracket):
     """HyperSched's rungs: a first arrival continues (speculative); a trial whose recorded score
     at any passed rung falls below that rung's (1 - 1/eta) cutoff is paused (retrospective)."""

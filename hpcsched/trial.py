@@ -1,0 +1,315 @@
+"""The API a training script uses, and the function that runs it inside a trial's process.
+
+A trainable is ``def train(config, ctx)``. Through ``ctx`` it learns its config, atoms and
+devices, restores its last checkpoint, reports ``(step, score)`` with the state to save, and
+is told when to stop::
+
+    def train(config, ctx):
+        state = ctx.restore()                      # None on a fresh start
+        model = build(config, state)
+        for step in ctx.steps():                   # ctx.start_step + 1 .. ctx.max_steps
+            score = train_one_epoch_and_evaluate(model)
+            ctx.report(step, score, state={"model": model.state_dict()})
+
+When the controller asks the trial to stop (pause, resize, deadline: SIGUSR1/SIGTERM), the
+current step finishes, its checkpoint is written by ``report``, and the trial exits; it is
+relaunched later from that checkpoint, possibly on another number of atoms.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+CHECKPOINT_PREFIX = "step-"
+
+
+class StopTrial(BaseException):
+    """Raised by ``ctx.report`` once a stop was requested and the checkpoint is safe.
+
+    A BaseException, so a trainable's ``except Exception`` does not swallow it.
+    """
+
+
+@dataclass(frozen=True)
+class TrialLaunch:
+    """Everything a trial's process needs; pickled by the controller, loaded in the child."""
+
+    trial_id: str
+    launch_id: str
+    run_dir: str
+    trainable: str
+    config: dict[str, Any]
+    from_step: int
+    max_steps: int
+    metric: str
+    mode: str
+    atom_ids: tuple[str, ...]
+    gpus: tuple[int, ...] = ()  # physical GPU indices (local) given through CUDA_VISIBLE_DEVICES
+    cpus: tuple[int, ...] = ()  # cores to pin to (local); empty: leave affinity alone
+    threads: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def trial_dir(self) -> Path:
+        return Path(self.run_dir) / "trials" / self.trial_id
+
+
+def checkpoint_name(step: int, suffix: str) -> str:
+    return f"{CHECKPOINT_PREFIX}{step:08d}{suffix}"
+
+
+def find_checkpoint(directory: Path, step: int) -> Path | None:
+    """The checkpoint file saved at ``step`` in ``directory``, if any."""
+    for suffix in (".pt", ".pkl"):
+        path = directory / checkpoint_name(step, suffix)
+        if path.exists():
+            return path
+    return None
+
+
+def _torch_loaded():
+    return sys.modules.get("torch")
+
+
+def save_payload(obj: Any, path_without_suffix: Path) -> Path:
+    """Write ``obj`` atomically (temp file + rename); torch.save when torch is in use, else pickle."""
+    torch = _torch_loaded()
+    path = path_without_suffix.with_suffix(".pt" if torch is not None else ".pkl")
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    with open(tmp, "wb") as f:
+        if torch is not None:
+            torch.save(obj, f)
+        else:
+            pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def load_checkpoint(path: str | Path) -> Any:
+    """Load a checkpoint of a run (e.g. the one result.json names), refusing a run directory
+    that others could have written to."""
+    path = Path(path).resolve()
+    run_dir = next((p for p in path.parents if (p / "events.jsonl").exists()), path.parent)
+    check_private(run_dir)
+    return load_payload(path)
+
+
+def load_payload(path: Path) -> Any:
+    """Read a checkpoint written by ``save_payload`` (callers check where it comes from)."""
+    if path.suffix == ".pt":
+        import torch
+
+        return torch.load(path, map_location="cpu", weights_only=False)
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+def check_private(run_dir: Path) -> None:
+    """Refuse to unpickle from a run directory that others can write to."""
+    st = run_dir.stat()
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise PermissionError(f"{run_dir} belongs to uid {st.st_uid}, not to you: refusing to load from it")
+    if st.st_mode & 0o022:
+        raise PermissionError(f"{run_dir} is writable by group or others (mode {oct(st.st_mode & 0o777)}): "
+                              f"refusing to load from it")
+
+
+class TrialContext:
+    """What a trainable sees of its trial (see the module docstring)."""
+
+    def __init__(self, launch: TrialLaunch, rank: int = 0, local_rank: int = 0, world_size: int = 1):
+        self.launch = launch
+        self.trial_id = launch.trial_id
+        self.config = dict(launch.config)
+        self.atoms = len(launch.atom_ids)
+        self.atom_ids = launch.atom_ids
+        self.gpus = tuple(range(len(launch.gpus))) if launch.gpus else ()  # as the process sees them
+        self.threads = launch.threads
+        self.start_step = launch.from_step
+        self.max_steps = launch.max_steps
+        self.metric = launch.metric
+        self.mode = launch.mode
+        self.rank, self.local_rank, self.world_size = rank, local_rank, world_size
+        self.master_addr = os.environ.get("MASTER_ADDR", "127.0.0.1")  # rank 0's host, for torch.distributed
+        self.master_port = int(os.environ.get("MASTER_PORT", "29500"))
+        self.trial_dir = launch.trial_dir
+        self.checkpoint_dir = self.trial_dir / "checkpoints"
+        self.stop_requested = False
+        self.stopped = False  # the trial left because of a stop request
+        self.stop_consensus: Callable[[bool], bool] | None = None  # set by distributed helpers
+        self.checkpoint_step = launch.from_step
+        self._last_step = launch.from_step
+        self._started = False
+        self._best_score, self._best_step = _best_so_far(self.trial_dir / "scores.jsonl", launch.mode)
+
+    # ------------------------------------------------------------ for trainables
+
+    @property
+    def is_chief(self) -> bool:
+        """The rank that writes checkpoints and reports (rank 0)."""
+        return self.rank == 0
+
+    def restore(self) -> Any | None:
+        """The state saved with the checkpoint this launch resumes from; None on a fresh start."""
+        if self.start_step <= 0:
+            return None
+        check_private(Path(self.launch.run_dir))
+        path = find_checkpoint(self.checkpoint_dir, self.start_step)
+        if path is None:
+            raise FileNotFoundError(f"trial {self.trial_id}: no checkpoint for step {self.start_step} "
+                                    f"in {self.checkpoint_dir}")
+        return load_payload(path)
+
+    def ready(self) -> None:
+        """Mark setup (and restore) as done: the controller measures startup time up to here."""
+        if not self._started:
+            self._started = True
+            self._write_line({"kind": "started"})
+
+    def steps(self) -> Iterator[int]:
+        """Steps to train: start_step + 1 .. max_steps; ends early when a stop is requested."""
+        self.ready()
+        step = self.start_step
+        while step < self.max_steps:
+            if self._should_stop():
+                self.stopped = True
+                return
+            step += 1
+            yield step
+
+    def should_stop(self) -> bool:
+        """True once the controller asked this trial to checkpoint and exit."""
+        return self._should_stop()
+
+    def report(self, step: int, score: float, state: Any = None, **metrics: Any) -> None:
+        """Record the score of ``step``; save ``state`` as its checkpoint first (atomically).
+
+        Only the chief rank writes. Raises StopTrial afterwards if a stop was requested.
+        """
+        if not isinstance(step, int) or isinstance(step, bool) or step <= self._last_step:
+            raise ValueError(f"report: step must be an int above the previous step {self._last_step}, got {step!r}")
+        score = float(score)
+        if not math.isfinite(score):
+            raise ValueError(f"report: score must be a finite number, got {score!r} at step {step}")
+        self.ready()
+        self._last_step = step
+        line: dict[str, Any] = {"kind": "report", "step": step, "score": score}
+        if self.is_chief:
+            if state is not None:
+                self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+                path = save_payload(state, self.checkpoint_dir / checkpoint_name(step, ""))
+                line["checkpoint"] = path.name
+                self.checkpoint_step = step
+                if self._best_score is None or (score > self._best_score if self.mode == "max"
+                                                else score < self._best_score):
+                    self._best_score, self._best_step = score, step
+                self._prune_checkpoints()
+            if metrics:
+                line["metrics"] = {k: _plain(v) for k, v in metrics.items()}
+            self._write_line(line)
+        elif state is not None:
+            self.checkpoint_step = step
+        if self._should_stop():
+            self.stopped = True
+            raise StopTrial()
+
+    # ------------------------------------------------------------ internals
+
+    def _should_stop(self) -> bool:
+        if self.stop_consensus is not None:
+            return self.stop_consensus(self.stop_requested)
+        return self.stop_requested
+
+    def _write_line(self, data: dict[str, Any]) -> None:
+        if not self.is_chief:
+            return
+        data = {"kind": data.pop("kind"), "t": time.time(), "launch": self.launch.launch_id, **data}
+        with open(self.trial_dir / "scores.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(data, separators=(",", ":")) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def _prune_checkpoints(self) -> None:
+        """Keep the latest checkpoint and the trial's best one."""
+        keep = {self.checkpoint_step, self._best_step, self.start_step}
+        for path in self.checkpoint_dir.glob(f"{CHECKPOINT_PREFIX}*"):
+            try:
+                step = int(path.stem[len(CHECKPOINT_PREFIX):])
+            except ValueError:
+                continue
+            if step not in keep:
+                path.unlink(missing_ok=True)
+
+
+def _best_so_far(scores: Path, mode: str) -> tuple[float | None, int | None]:
+    """The best checkpointed report of earlier launches (so pruning keeps it)."""
+    best, best_step = None, None
+    if not scores.exists():
+        return best, best_step
+    with open(scores, encoding="utf-8") as f:
+        for line in f:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            if data.get("kind") == "report" and data.get("checkpoint"):
+                s = data["score"]
+                if best is None or (s > best if mode == "max" else s < best):
+                    best, best_step = s, data["step"]
+    return best, best_step
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        try:
+            return value.item()
+        except (TypeError, ValueError):
+            pass
+    return value if isinstance(value, (int, float, str, bool, type(None))) else str(value)
+
+
+# ---------------------------------------------------------------- the trial's process
+
+
+def run_trial(launch: TrialLaunch) -> dict[str, Any]:
+    """Run the trainable for one launch; return ``{"outcome": finished|checkpointed, "step": ...}``.
+
+    Executed in the trial's own process (through submitit). SIGUSR1, SIGUSR2 and SIGTERM ask
+    for a checkpoint and exit at the next step boundary.
+    """
+    from hpcsched.trainables import load_trainable
+
+    rank = int(os.environ.get("HPCSCHED_RANK", os.environ.get("SLURM_PROCID", "0")))
+    local_rank = int(os.environ.get("HPCSCHED_LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0")))
+    world_size = int(os.environ.get("HPCSCHED_WORLD_SIZE", os.environ.get("SLURM_STEP_NUM_TASKS", "1")))
+    if launch.cpus and hasattr(os, "sched_setaffinity"):
+        try:
+            os.sched_setaffinity(0, set(launch.cpus))
+        except OSError:
+            pass
+    ctx = TrialContext(launch, rank=rank, local_rank=local_rank, world_size=world_size)
+
+    def request_stop(signum, frame):  # noqa: ARG001
+        ctx.stop_requested = True
+
+    for sig in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM):
+        signal.signal(sig, request_stop)
+    train = load_trainable(launch.trainable)
+    try:
+        train(dict(launch.config), ctx)
+    except StopTrial:
+        pass
+    outcome = "checkpointed" if (ctx.stopped or ctx.stop_requested) and ctx._last_step < launch.max_steps \
+        else "finished"
+    return {"outcome": outcome, "step": ctx.checkpoint_step, "last_step": ctx._last_step}

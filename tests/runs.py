@@ -1,0 +1,87 @@
+"""Helpers for tests that run the real controller on local processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import yaml
+
+from hpcsched.journal import read_journal
+
+REPO = Path(__file__).resolve().parents[1]
+TOY = REPO / "tests" / "trainables" / "toy.py"
+
+
+def write_spec(directory: Path, **overrides) -> Path:
+    spec = {
+        "name": "toy",
+        "trainable": f"{TOY}:toy",
+        "metric": {"name": "acc", "mode": "max"},
+        "space": {"quality": {"grid": [0.9, 0.7, 0.5, 0.3, 0.2, 0.1]}, "step_time": 0.1},
+        "scheduler": {"kind": "hypersched", "r": 2, "R": 12, "eta": 2, "resize_cooldown": 1},
+        "resources": {"atoms": 2, "gpus_per_atom": 0, "cpus_per_atom": 1},
+        "deadline": "40s",
+        "controller": {"poll_interval": 0.1, "stop_margin": 2, "stop_grace": 10},
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(spec.get(key), dict):
+            spec[key] = {**spec[key], **value}
+        else:
+            spec[key] = value
+    path = directory / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def hpcsched(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hpcsched", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, **kwargs)
+
+
+def start(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "hpcsched", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=REPO)
+
+
+def records(run_dir: Path):
+    return read_journal(run_dir / "events.jsonl")
+
+
+def reports(run_dir: Path, trial: str) -> list[dict]:
+    lines = (run_dir / "trials" / trial / "scores.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if '"report"' in line]
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False
+
+
+def dedent(text: str) -> str:
+    return textwrap.dedent(text).lstrip()
+
+
+def no_trial_processes_left(run_dir: Path) -> bool:
+    """No process is still running a launch of this run (checked through /proc)."""
+    marker = str(run_dir)
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if marker in cmdline and "submitit" in cmdline and stat.split(")")[-1].split()[0] != "Z":
+            return False
+    return True

@@ -1,0 +1,125 @@
+"""The controller on real local processes: concurrency, pause/promotion, resize, crash, deadline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hpcsched.records import Exited, Launched, Reported, RunFinished, RunStarted, StopRequested
+from hpcsched.trial import load_checkpoint
+from tests.runs import hpcsched, no_trial_processes_left, records, reports, write_spec
+
+pytestmark = pytest.mark.slow
+
+
+def _final(run: Path) -> dict:
+    return json.loads((run / "result.json").read_text())
+
+
+def _check_continuity(run: Path) -> None:
+    """Every report's trained-step count equals its step: each relaunch restored its checkpoint."""
+    for trial in (run / "trials").iterdir():
+        for line in reports(run, trial.name):
+            assert line["metrics"]["steps_done"] == line["step"], (trial.name, line)
+        assert not (trial / "VIOLATION").exists()
+
+
+def test_two_trials_on_two_cpu_slots_with_pauses_and_promotions(tmp_path):
+    spec = write_spec(tmp_path)
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = records(run)
+    # two trials were running at once, pinned to different cores
+    running: dict[str, str] = {}
+    overlapped = False
+    for r in recs:
+        if isinstance(r, Launched):
+            running[r.trial] = ",".join(r.atoms)
+            if len(running) == 2:
+                overlapped = True
+        elif isinstance(r, Exited):
+            running.pop(r.trial, None)
+    assert overlapped
+    cpus_seen = {line["metrics"]["cpus"] for t in ("t0000", "t0001") for line in reports(run, t)
+                 if line["metrics"]["atoms"] == 1}
+    assert len(cpus_seen) == 2
+    pauses = [r for r in recs if isinstance(r, StopRequested) and r.intent == "pause"]
+    resumes = [r for r in recs if isinstance(r, Launched) and r.reason == "resume"]
+    assert pauses and resumes
+    for launch in resumes:  # a promoted trial continues from the step it was paused at
+        exited = [r for r in recs if isinstance(r, Exited) and r.trial == launch.trial and r.t <= launch.t]
+        assert launch.from_step == exited[-1].step > 0
+        first_after = next(r for r in recs if isinstance(r, Reported) and r.trial == launch.trial and r.t >= launch.t)
+        assert first_after.step == launch.from_step + 1
+    _check_continuity(run)
+    result = _final(run)
+    best = result["best"]
+    assert best["config"]["quality"] == 0.9 and best["step"] == 12
+    state = load_checkpoint(best["checkpoint"])
+    assert state == {"steps": 12}
+    assert "best: trial" in proc.stdout and best["checkpoint"] in proc.stdout
+    assert no_trial_processes_left(run)
+
+
+def test_resize_one_to_two_atoms_resumes_from_the_checkpoint_at_the_same_step(tmp_path):
+    spec = write_spec(tmp_path, space={"quality": 0.8, "step_time": 0.3}, max_trials=1,
+                      scheduler={"R": 30, "resize_cooldown": 2})
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = records(run)
+    resize = next(r for r in recs if isinstance(r, StopRequested) and r.intent == "resize")
+    assert resize.atoms == 2
+    exited = next(r for r in recs if isinstance(r, Exited) and r.t >= resize.t)
+    relaunch = next(r for r in recs if isinstance(r, Launched) and r.t >= exited.t)
+    assert exited.outcome == "checkpointed" and relaunch.reason == "resize"
+    assert len(relaunch.atoms) == 2 and relaunch.from_step == exited.step
+    lines = reports(run, "t0000")
+    after = [line for line in lines if line["step"] > exited.step]
+    assert after[0]["step"] == exited.step + 1
+    assert after[0]["metrics"]["atoms"] == 2 and after[0]["metrics"]["threads"] == 2
+    assert after[0]["metrics"]["pid"] != lines[0]["metrics"]["pid"]
+    _check_continuity(run)
+    startups = [r.startup for r in recs if r.kind == "running"]
+    assert len(startups) >= 2 and all(s > 0 for s in startups)  # every (re)start is measured and journaled
+
+
+def test_crashing_trial_is_errored_and_the_run_goes_on(tmp_path):
+    spec = write_spec(tmp_path, space={"quality": {"grid": [0.9, 0.5, 0.3]}, "step_time": 0.05,
+                                       "crash_quality": 0.5, "crash_at": 3})
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = records(run)
+    crashed = [r for r in recs if isinstance(r, Exited) and r.outcome == "errored"]
+    assert len(crashed) == 1 and "boom at step 3" in crashed[0].error
+    bad = crashed[0].trial
+    status = json.loads(hpcsched("status", str(run), "--json").stdout)
+    row = next(t for t in status["trials"] if t["trial"] == bad)
+    assert row["status"] == "errored" and row["atoms"] == 0 and "boom at step 3" in row["error"]
+    later = [r for r in recs if isinstance(r, Launched) and r.t >= crashed[0].t]
+    assert later, "the crashed trial's atom was not used again"
+    assert _final(run)["best"]["config"]["quality"] == 0.9
+
+
+def test_deadline_stops_everything_with_a_checkpoint_and_result(tmp_path):
+    spec = write_spec(tmp_path, scheduler={"R": 10000}, deadline="8s", space={"quality": {"grid": [0.9, 0.5]},
+                                                                                "step_time": 0.2})
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = records(run)
+    started = next(r for r in recs if isinstance(r, RunStarted))
+    finished = next(r for r in recs if isinstance(r, RunFinished))
+    assert finished.reason == "deadline" and finished.t <= started.deadline
+    deadline_stops = [r for r in recs if isinstance(r, StopRequested) and r.intent == "deadline"]
+    assert deadline_stops and all(r.t >= started.deadline - 2 - 0.5 for r in deadline_stops)
+    exits = {r.trial: r for r in recs if isinstance(r, Exited)}
+    assert all(e.outcome == "checkpointed" for e in exits.values())
+    result = _final(run)
+    assert Path(result["best"]["checkpoint"]).exists() and result["deadline"] == started.deadline
+    assert result["trials"] == {"paused": 2}
+    assert no_trial_processes_left(run)

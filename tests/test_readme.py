@@ -1,0 +1,57 @@
+"""The README's set-up commands, word for word, in a fresh copy of the tree and a new virtualenv."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def readme_commands() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Set up and run", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+    return [b.strip() for b in blocks]
+
+
+def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_second():
+    commands = readme_commands()[:2]
+    assert len(commands) == 2 and all("\n" not in c for c in commands)
+    assert "hpcsched run experiments/quickstart/quickstart.yaml" in commands[0]
+    assert commands[1] == "bash tools/test.sh"
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "exec bash tools/test.sh" in ci
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_quickstart_from_a_fresh_copy_as_the_readme_says(tmp_path):
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
+                           text=True, check=True).stdout.split()
+    clone = tmp_path / "clone"
+    for name in files:
+        source = REPO / name
+        if source.is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, clone / name)
+    command = readme_commands()[0]
+    proc = subprocess.run(["bash", "-c", command], cwd=clone, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "best: trial" in proc.stdout
+    (run,) = list((clone / "runs").iterdir())
+    result = json.loads((run / "result.json").read_text())
+    assert result["reason"] == "deadline" and result["best"]["score"] > 0.9
+    assert result["best"]["checkpoint"] in proc.stdout
+    check = ("import sys; sys.path.insert(0, 'experiments/quickstart'); import torch, train;"
+             f"m = train.load_model({result['best']['checkpoint']!r});"
+             "x, y, xv, yv = train.digits(); print((m(xv).argmax(1) == yv).float().mean().item())")
+    loaded = subprocess.run([str(clone / ".venv" / "bin" / "python"), "-c", check], cwd=clone,
+                            capture_output=True, text=True, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr
+    assert abs(float(loaded.stdout.strip()) - result["best"]["score"]) < 1e-6  # the checkpoint is that model

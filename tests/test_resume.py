@@ -1,0 +1,73 @@
+"""A controller killed with SIGKILL at any moment resumes with nothing lost and nothing doubled."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from hpcsched.records import ControllerResumed, Exited, Launched, Reported, RunStarted, StopRequested, TrialCreated
+from tests.runs import hpcsched, no_trial_processes_left, records, reports, start, wait_for, write_spec
+
+pytestmark = pytest.mark.slow
+
+
+def _lines(path: Path) -> int:
+    try:
+        return len(path.read_bytes().splitlines())
+    except FileNotFoundError:
+        return 0
+
+
+@pytest.mark.parametrize("kill_after_records", [4, 30, 70])
+def test_sigkill_then_resume(tmp_path, kill_after_records):
+    spec = write_spec(tmp_path, deadline="60s", space={"quality": {"grid": [0.9, 0.7, 0.5, 0.3, 0.2, 0.1]},
+                                                       "step_time": 0.1})
+    run = tmp_path / "run"
+    controller = start("run", str(spec), "--run-dir", str(run), "--quiet")
+    journal = run / "events.jsonl"
+    assert wait_for(lambda: _lines(journal) >= kill_after_records, timeout=60)
+    os.kill(controller.pid, signal.SIGKILL)
+    controller.wait()
+    before = records(run)
+    deadline = next(r for r in before if isinstance(r, RunStarted)).deadline
+    best_before = {}
+    for r in before:
+        if isinstance(r, Reported):
+            best_before[r.trial] = max(best_before.get(r.trial, 0), r.step)
+
+    status = json.loads(hpcsched("status", str(run), "--json").stdout)
+    assert status["controller"]["alive"] is False and status["finished"] is None
+
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--resume", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    after = records(run)
+    assert after[: len(before)] == before  # the journal was only appended to
+    assert [r for r in after if isinstance(r, RunStarted)] == [r for r in before if isinstance(r, RunStarted)]
+    assert any(isinstance(r, ControllerResumed) for r in after)
+    result = json.loads((run / "result.json").read_text())
+    assert result["deadline"] == deadline and Path(result["best"]["checkpoint"]).exists()
+
+    created = [r.trial for r in after if isinstance(r, TrialCreated)]
+    assert len(created) == len(set(created)) <= 6
+    status = json.loads(hpcsched("status", str(run), "--json").stdout)
+    assert all(t["status"] in ("completed", "paused", "terminated", "errored") for t in status["trials"])
+    assert not any(t["status"] == "errored" for t in status["trials"])
+    for trial in created:
+        assert not (run / "trials" / trial / "VIOLATION").exists(), f"{trial} ran twice at once"
+        lines = reports(run, trial)
+        assert all(line["metrics"]["steps_done"] == line["step"] for line in lines)
+        # no progress lost: every relaunch starts from the trial's latest checkpoint before it
+        for launch in [r for r in after if isinstance(r, Launched) and r.trial == trial and r.reason != "start"]:
+            saved = [line["step"] for line in lines if line.get("checkpoint") and line["t"] <= launch.t + 1e-6]
+            assert launch.from_step == max(saved), (trial, launch)
+        final = max((line["step"] for line in lines), default=0)
+        assert final >= best_before.get(trial, 0)
+    recovered = [r for r in after if isinstance(r, StopRequested) and r.intent == "recover"]
+    live_at_kill = {r.trial for r in recovered}
+    for trial in live_at_kill:  # each trial the old controller left running was exited, then relaunched or kept
+        assert any(isinstance(r, Exited) and r.trial == trial for r in after[len(before):])
+    assert no_trial_processes_left(run)

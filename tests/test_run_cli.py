@@ -1,0 +1,114 @@
+"""``hpcsched run`` / ``status`` from the command line: progress, status, and bad input (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from tests.runs import TOY, hpcsched, records, start, wait_for, write_spec
+
+pytestmark = pytest.mark.slow
+
+
+def test_status_while_running_and_after(tmp_path):
+    spec = write_spec(tmp_path, deadline="15s", scheduler={"R": 10000})
+    run = tmp_path / "run"
+    controller = start("run", str(spec), "--run-dir", str(run))
+    try:
+        assert wait_for(lambda: (run / "events.jsonl").exists() and
+                        any(r.kind == "reported" for r in records(run)), timeout=30)
+        human = hpcsched("status", str(run))
+        assert human.returncode == 0
+        assert "controller running" in human.stdout and "atoms 2/2 in use" in human.stdout
+        assert "t0000" in human.stdout and "running" in human.stdout
+        data = json.loads(hpcsched("status", str(run), "--json").stdout)
+        assert data["controller"]["alive"] is True and data["finished"] is None
+        assert data["atoms_in_use"] == 2 and 0 < data["time_left"] <= 15
+        assert {t["status"] for t in data["trials"]} & {"running", "launching"}
+    finally:
+        out, _ = controller.communicate(timeout=60)
+    assert controller.returncode == 0
+    assert "start on 1 atom" in out and "| atoms" in out and "left" in out  # progress lines
+    after = hpcsched("status", str(run))
+    assert "finished (deadline)" in after.stdout and "result:" in after.stdout
+    data = json.loads(hpcsched("status", str(run), "--json").stdout)
+    assert data["finished"] == "deadline" and data["result"]["best"]["checkpoint"]
+
+
+def test_status_of_a_directory_that_is_not_a_run(tmp_path):
+    proc = hpcsched("status", str(tmp_path))
+    assert proc.returncode == 2 and "not a run directory" in proc.stderr and "Traceback" not in proc.stderr
+    proc = hpcsched("status", str(tmp_path / "missing"))
+    assert proc.returncode == 2 and "no such run directory" in proc.stderr
+
+
+def _bad(tmp_path, *args, expect: str):
+    proc = hpcsched(*args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert expect in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc
+
+
+def test_bad_trainables_launch_nothing(tmp_path):
+    run = tmp_path / "run"
+    spec = write_spec(tmp_path, trainable=str(tmp_path / "nope.py") + ":train")
+    _bad(tmp_path, "run", str(spec), "--run-dir", str(run), expect="no such file")
+    assert not run.exists()
+    spec = write_spec(tmp_path, trainable=f"{TOY}:wrong_signature")
+    _bad(tmp_path, "run", str(spec), "--run-dir", str(run), expect="must take two arguments (config, ctx)")
+    spec = write_spec(tmp_path, trainable=f"{TOY}:missing")
+    _bad(tmp_path, "run", str(spec), "--run-dir", str(run), expect="has no function 'missing'")
+    spec = write_spec(tmp_path, resources={"atoms": 512, "gpus_per_atom": 0})
+    _bad(tmp_path, "run", str(spec), "--run-dir", str(run), expect="resources.atoms: 512 atoms x 1 CPU(s) need 512")
+    assert not run.exists()
+
+
+def test_run_dirs_are_never_overwritten(tmp_path):
+    spec = write_spec(tmp_path, deadline="6s", space={"quality": 0.5, "step_time": 0.05}, max_trials=1)
+    run = tmp_path / "run"
+    assert hpcsched("run", str(spec), "--run-dir", str(run), "--quiet").returncode == 0
+    journal = (run / "events.jsonl").read_bytes()
+    _bad(tmp_path, "run", str(spec), "--run-dir", str(run), expect="already holds a run")
+    other = tmp_path / "other"
+    other.mkdir()
+    other_spec = write_spec(other, space={"quality": 0.6, "step_time": 0.05})
+    _bad(tmp_path, "run", str(other_spec), "--run-dir", str(run), "--resume", expect="belongs to another experiment")
+    _bad(tmp_path, "run", str(spec), "--run-dir", str(run), "--resume", "--deadline", "5m",
+         expect="keeps the deadline it was started with")
+    assert (run / "events.jsonl").read_bytes() == journal
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _bad(tmp_path, "run", str(spec), "--run-dir", str(empty), "--resume", expect="not a run directory (no events.jsonl)")
+    (empty / "notes.txt").write_text("mine")
+    _bad(tmp_path, "run", str(spec), "--run-dir", str(empty), expect="exists and is not empty")
+    assert (empty / "notes.txt").read_text() == "mine"
+
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(run, corrupt)
+    lines = (corrupt / "events.jsonl").read_bytes().splitlines(keepends=True)
+    lines[3] = b'{"kind": "reported", "t": oops\n'
+    (corrupt / "events.jsonl").write_bytes(b"".join(lines))
+    before = (corrupt / "events.jsonl").read_bytes()
+    _bad(tmp_path, "run", str(spec), "--run-dir", str(corrupt), "--resume", expect="line 4 is corrupted")
+    assert (corrupt / "events.jsonl").read_bytes() == before
+    proc = hpcsched("status", str(corrupt))
+    assert proc.returncode == 2 and "line 4 is corrupted" in proc.stderr
+
+
+def test_spec_errors_and_missing_deadline(tmp_path):
+    spec = write_spec(tmp_path)
+    raw = yaml.safe_load(spec.read_text())
+    del raw["deadline"]
+    spec.write_text(yaml.safe_dump(raw))
+    _bad(tmp_path, "run", str(spec), "--run-dir", str(tmp_path / "r"), expect="deadline: required")
+    raw["resources"]["gpus_per_atom"] = -1
+    raw["controller"]["stop_grace"] = "soon"
+    spec.write_text(yaml.safe_dump(raw))
+    proc = _bad(tmp_path, "run", str(spec), expect="resources.gpus_per_atom: must be >= 0, got -1")
+    assert "controller.stop_grace: expected a duration" in proc.stderr
+    _bad(tmp_path, "run", str(spec), "--deadline", "tomorrow", expect="--deadline: expected a duration")

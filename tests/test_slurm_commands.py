@@ -1,0 +1,103 @@
+"""Pure functions of the SLURM backend, checked as text (no cluster needed)."""
+
+from pathlib import Path
+
+import pytest
+
+from hpcsched.atoms import AtomPool
+from hpcsched.errors import UserError
+from hpcsched.executors.slurm import (CLEARED_VARIABLES, Allocation, NodeShare, hostfile_lines, master_port_for,
+                                      parse_end_time, parse_job_details, slurm_resources, srun_command,
+                                      step_environment, step_layout)
+from hpcsched.trial import TrialLaunch
+
+SCONTROL = """JobId=4 JobName=wrap
+   StartTime=2026-12-02T12:18:22 EndTime=2026-12-02T12:20:22 Deadline=N/A
+   NodeList=node[1-2]
+   TRES=cpu=8,mem=16000M,node=2,billing=8
+   JOB_GRES=gpu:8
+     Nodes=node[1-2] CPU_IDs=0-3 Mem=8000 GRES=gpu:4(IDX:0-3)
+   MinCPUsNode=4 MinMemoryNode=0 MinTmpDiskNode=0
+"""
+
+
+def test_parse_job_details_and_end_time():
+    shares = parse_job_details(SCONTROL, {"node[1-2]": ["node1", "node2"]})
+    assert shares == [NodeShare("node1", 4, 4, 8000), NodeShare("node2", 4, 4, 8000)]
+    hetero = "     Nodes=gpu01 CPU_IDs=0-7,16-23 Mem=64000 GRES=gpu:a100:2(IDX:0-1)\n" \
+             "     Nodes=gpu02 CPU_IDs=4 Mem=32000 GRES=\n"
+    assert parse_job_details(hetero, {}) == [NodeShare("gpu01", 16, 2, 64000), NodeShare("gpu02", 1, 0, 32000)]
+    end = parse_end_time(SCONTROL)
+    import datetime as dt
+    assert dt.datetime.fromtimestamp(end).isoformat() == "2026-12-02T12:20:22"
+    assert parse_end_time("EndTime=Unknown") is None
+
+
+ALLOC = Allocation("4", (NodeShare("node1", 4, 4, 8000), NodeShare("node2", 4, 4, 8000)), None)
+
+
+def test_atoms_carved_from_the_allocation():
+    r = slurm_resources(ALLOC, "auto", "auto", 1, "", True)
+    assert r.atoms == 8 and r.gpus_per_atom == 1 and r.mem_per_atom_mb == 2000
+    assert r.atoms_per_node == (("node1", 4), ("node2", 4)) and r.max_atoms_per_trial is None
+    r = slurm_resources(ALLOC, 6, 1, 1, "3G", False)
+    assert r.atoms_per_node == (("node1", 4), ("node2", 2)) and r.mem_per_atom_mb == 3072
+    assert r.max_atoms_per_trial == 4  # one process per trial: never across nodes
+    assert slurm_resources(ALLOC, "auto", 2, 1, "", True).atoms == 4  # atom = 2 GPUs (the paper's ImageNet)
+    with pytest.raises(UserError, match="resources.atoms: 9, but the allocation holds 8 atoms"):
+        slurm_resources(ALLOC, 9, 1, 1, "", True)
+    with pytest.raises(UserError, match="holds no atom"):
+        slurm_resources(ALLOC, "auto", 1, 8, "", True)  # 4 CPUs per node cannot host an atom of 8
+    cpu_only = Allocation("5", (NodeShare("n1", 8, 0, 8000),), None)
+    assert slurm_resources(cpu_only, "auto", "auto", 2, "", False).atoms == 4
+    with pytest.raises(UserError, match="gpus_per_atom: 1, but allocation 5 has no GPUs"):
+        slurm_resources(cpu_only, "auto", 1, 1, "", False)
+
+
+def test_step_layout_and_srun_line():
+    assert step_layout(("node1:0", "node1:1"), 1, True) == [("node1", 2)]
+    assert step_layout(("node1:0", "node2:0", "node2:1"), 2, True) == [("node1", 2), ("node2", 4)]
+    assert step_layout(("node1:0", "node1:1"), 1, False) == [("node1", 1)]
+    with pytest.raises(ValueError, match="cannot span nodes"):
+        step_layout(("node1:0", "node2:0"), 1, False)
+    folder = Path("/runs/r/trials/t0003/launches")
+    even = srun_command("t0003-l2", folder, [("node1", 2), ("node2", 2)], 1, 4, 500, ["python", "-m", "x"])
+    assert even[:2] == ["srun", "--exact"]
+    for part in ["--job-name=t0003-l2", "--nodes=2", "--ntasks=4", "--nodelist=node1,node2", "--ntasks-per-node=2",
+                 "--gpus-per-task=1", "--cpus-per-task=4", "--mem-per-cpu=500M", "--kill-on-bad-exit=1",
+                 f"--output={folder}/t0003-l2_%t_log.out", f"--error={folder}/t0003-l2_%t_log.err"]:
+        assert part in even
+    assert even[-3:] == ["python", "-m", "x"] and "--overlap" not in even
+    uneven = srun_command("t0003-l3", folder, [("node1", 3), ("node2", 1)], 1, 1, 100, ["p"])
+    assert "--distribution=arbitrary" in uneven and not any(p.startswith("--nodelist") for p in uneven)
+    assert hostfile_lines([("node1", 3), ("node2", 1)]) == ["node1", "node1", "node1", "node2"]
+    cpu = srun_command("t1-l1", folder, [("n1", 1)], 0, 2, 100, ["p"])
+    assert not any(p.startswith("--gpus") for p in cpu)
+
+
+def test_step_environment_clears_inherited_gpu_settings_and_names_the_launch():
+    launch = TrialLaunch(trial_id="t0003", launch_id="t0003-l2", run_dir="/r", trainable="f.py:t", config={},
+                         from_step=4, max_steps=10, metric="acc", mode="max", atom_ids=("node1:0",), threads=4)
+    environ = {v: "4" for v in CLEARED_VARIABLES} | {"SLURM_JOB_ID": "77", "PATH": "/bin", "HPCSCHED_RANK": "0"}
+    env = step_environment(environ, launch, world_size=4, nodes=2, master_addr="node1", master_port=23456)
+    assert not any(v in env for v in CLEARED_VARIABLES)
+    assert env["SLURM_JOB_ID"] == "77" and env["PATH"] == "/bin"  # the allocation stays reachable
+    assert env["SUBMITIT_EXECUTOR"] == "hpcsched" and env["HPCSCHED_LAUNCH_ID"] == "t0003-l2"
+    assert env["HPCSCHED_WORLD_SIZE"] == "4" and env["MASTER_ADDR"] == "node1" and env["MASTER_PORT"] == "23456"
+    assert "HPCSCHED_RANK" not in env  # each task takes SLURM_PROCID
+    assert 20000 <= master_port_for("t0003-l2") < 40000 and master_port_for("a") == master_port_for("a")
+
+
+def test_atom_pool_prefers_own_nodes_and_packs():
+    pool = AtomPool([f"n{n}:{k}" for n in (1, 2) for k in range(4)])
+    pool.take(["n1:0", "n1:1", "n1:2"])
+    assert pool.choose(2) == ("n2:0", "n2:1")  # the only node that fits
+    assert pool.choose(1) == ("n1:3",)  # best fit: the fullest node that fits
+    assert pool.choose(1, near=("n2:3",)) == ("n2:0",)  # near the trial's own atoms
+    assert pool.choose(3, near=("n1:0",)) == ("n2:0", "n2:1", "n2:2")
+    pool.take(["n2:0", "n2:1"])
+    assert pool.choose(3) == ("n2:2", "n2:3", "n1:3")  # spans nodes, fullest-free first
+    assert pool.choose(3, single_node=True) == ("n2:2", "n2:3")  # at most what one node offers
+    assert pool.free_on("n2") == ("n2:2", "n2:3")
+    with pytest.raises(ValueError):
+        pool.choose(4)

@@ -1,0 +1,37 @@
+"""Trainables for tests with real processes (no torch): deterministic scores from the config.
+
+``toy``'s state counts the steps it trained; every report carries that count, the process id,
+the atoms and the CPU affinity, so tests can check a resumed or resized trial continued from
+exactly its checkpoint. An exclusive lock per trial records any second process of one trial.
+"""
+
+import fcntl
+import math
+import os
+import time
+
+
+def toy(config, ctx):
+    lock = open(ctx.trial_dir / f"alive-rank{ctx.rank}.lock", "a")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        (ctx.trial_dir / "VIOLATION").write_text(f"two processes of {ctx.trial_id} rank {ctx.rank} at once\n")
+        raise
+    time.sleep(config.get("setup_time", 0.0))
+    state = ctx.restore() or {"steps": 0}
+    for step in ctx.steps():
+        if config.get("crash_quality") == config["quality"] and step == config.get("crash_at", 3):
+            raise RuntimeError(f"boom at step {step}")
+        time.sleep(config.get("step_time", 0.05) / (ctx.atoms if config.get("scales", True) else 1))
+        state["steps"] += 1
+        score = config["quality"] * (1 - math.exp(-step / 4.0))
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        ctx.report(step, score, state=state, steps_done=state["steps"], pid=os.getpid(), atoms=ctx.atoms,
+                   cpus=",".join(map(str, cpus)), threads=ctx.threads, world=ctx.world_size,
+                   node=os.environ.get("SLURMD_NODENAME", ""), gpus=os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+                   nodes=os.environ.get("SLURM_STEP_NODELIST", ""))
+
+
+def wrong_signature(config):
+    return None
