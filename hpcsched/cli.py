@@ -47,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--watch", type=float, nargs="?", const=2.0, default=None, metavar="SECONDS",
                         help="refresh every SECONDS (default 2) until the run finishes")
     status.set_defaults(func=cmd_status)
+
+    from hpcsched.analysis.report import add_report_arguments, run_report
+
+    report = sub.add_parser("report", help="figures and summary.md for a run directory or simulator output")
+    add_report_arguments(report)
+    report.set_defaults(func=run_report)
     return parser
 
 

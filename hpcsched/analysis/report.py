@@ -1,0 +1,313 @@
+"""``hpcsched report DIR``: PNG figures and a summary.md for a run directory or a simulator output.
+
+    files = build_report("runs/cifar10")              # -> runs/cifar10/report/{gantt,scores,usage}.png, summary.md
+    files = build_report("runs/speculative", "/tmp/r") # simulator output: variants compared, one Gantt per variant
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hpcsched.errors import RunDirError, UserError
+
+if TYPE_CHECKING:
+    from hpcsched.analysis.loaders import Run
+    from hpcsched.analysis.simulation import Simulation
+
+# pandas and the loaders are imported inside the functions, so that building the command line
+# (add_report_arguments) stays cheap for every other hpcsched command.
+
+REPORT_DIR = "report"
+
+
+def build_report(path: str | Path, out_dir: str | Path | None = None, mode: str | None = None,
+                 max_gantt_trials: int = 300) -> list[Path]:
+    """Figures and summary.md for a run directory (or one journal file) or a simulator output
+    directory (detected by its summary.csv); returns the files written. Default ``out_dir``:
+    DIR/report. RunDirError when ``path`` is neither; UserError when matplotlib is missing."""
+    from hpcsched.analysis.loaders import load_run
+    from hpcsched.analysis.simulation import is_simulation, load_simulation
+
+    path = Path(path)
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UserError("report: matplotlib is not installed (pip install 'hpcsched[plot]')")
+    if path.is_dir() and is_simulation(path):
+        sim = load_simulation(path)
+        out = Path(out_dir) if out_dir is not None else path / REPORT_DIR
+        return write_simulation_report(sim, out, mode, max_gantt_trials)
+    run = load_run(path, mode)
+    if out_dir is not None:
+        out = Path(out_dir)
+    else:
+        out = run.run_dir / REPORT_DIR if run.run_dir is not None else path.with_name(f"{path.stem}-report")
+    return write_run_report(run, out, max_gantt_trials)
+
+
+# ---------------------------------------------------------------- one run
+
+
+def write_run_report(run: Run, out: Path, max_gantt_trials: int = 300) -> list[Path]:
+    """gantt.png, scores.png, usage.png and summary.md for one run, in ``out``."""
+    from hpcsched.analysis.plots import plot_gantt, plot_scores, plot_usage, save
+
+    out.mkdir(parents=True, exist_ok=True)
+    figures = {"gantt.png": ("Allocation over time", lambda: plot_gantt(run, max_gantt_trials)),
+               "scores.png": ("Scores over time", lambda: plot_scores(run)),
+               "usage.png": ("Atoms in use", lambda: plot_usage(run))}
+    files = []
+    for name, (_, draw) in figures.items():
+        save(draw(), out / name)
+        files.append(out / name)
+    summary = out / "summary.md"
+    summary.write_text(run_markdown(run, {name: caption for name, (caption, _) in figures.items()}),
+                       encoding="utf-8")
+    return files + [summary]
+
+
+def run_markdown(run: Run, images: dict[str, str] | None = None) -> str:
+    """The run's summary as Markdown (``images``: file name -> caption, linked at the end)."""
+    import pandas as pd
+
+    from hpcsched.analysis.loaders import read_result
+
+    info, trials, alloc = run.info, run.trials, run.allocations
+    start = info.start
+    lines = [f"# Run report: {info.name}", ""]
+    rows: list[tuple[str, str]] = [
+        ("run", f"`{info.run_dir or info.journal}`"),
+        ("variant / seed", f"{info.variant} / {info.seed}"),
+        ("atoms", str(info.atoms)),
+        ("deadline", f"{_s(info.deadline - start)} after the start"),
+    ]
+    if info.in_progress:
+        rows.append(("state", f"**in progress**: last record at {_s(info.last_t - start)} "
+                              f"({_s(info.deadline - info.last_t)} before the deadline)"))
+    else:
+        rows.append(("state", f"finished ({info.finish_reason}) at {_s(info.finished_at - start)}"))
+    if info.entrance_closed_at is not None:
+        at = info.entrance_closed_at - start
+        share = at / (info.deadline - start) if info.deadline > start else math.nan
+        rows.append(("exploration stopped", f"at {_s(at)} ({share:.0%} of the deadline): "
+                                            f"{info.entrance_reason or 'no reason given'}"))
+    else:
+        rows.append(("exploration stopped", "no (new trials could start until the end)"
+                     if not info.in_progress else "not yet"))
+    if info.resumed_at:
+        rows.append(("controller restarts", ", ".join(_s(t - start) for t in info.resumed_at)))
+    rows.append(("journal", f"{info.records} records" + (", a torn last line skipped" if info.torn_tail else "")))
+    lines += _table(["", ""], rows) + [""]
+
+    lines += ["## Best", ""]
+    if info.best_trial is None:
+        lines += ["No trial has reported a score yet.", ""]
+    else:
+        which = "so far" if info.in_progress else "by the end"
+        lines += [f"Best reported {which}: **trial {info.best_trial}**, {info.metric} = "
+                  f"**{_g(info.best_score)}** at step {info.best_step}.", ""]
+        config = trials.loc[trials["trial"] == info.best_trial, [c for c in trials if c.startswith("config.")]]
+        if len(config):
+            lines += _table(["parameter", "value"],
+                            [(c[len("config."):], _g(v)) for c, v in config.iloc[0].items()]) + [""]
+    result = read_result(info.run_dir)
+    if result and isinstance(result.get("best"), dict):
+        best = result["best"]
+        lines += [f"result.json (best report with a checkpoint): trial {best.get('trial')}, "
+                  f"{result.get('metric', info.metric)} = {_g(best.get('score'))} at step {best.get('step')}, "
+                  f"checkpoint `{best.get('checkpoint')}`.", ""]
+
+    lines += ["## Trials", ""]
+    counts = trials["status"].value_counts()
+    lines += _table(["status", "trials"], [(s, str(int(n))) for s, n in counts.items()] +
+                    [("**all**", str(len(trials)))]) + [""]
+    reasons = alloc["reason"].value_counts() if len(alloc) else pd.Series(dtype="int64")
+    ends = alloc["end_reason"].value_counts() if len(alloc) else pd.Series(dtype="int64")
+    lines += _table(["launches", "starts", "resumes (promotions)", "resizes", "pauses", "stops", "errors"],
+                    [(str(len(alloc)), str(int(reasons.get("start", 0))), str(int(reasons.get("resume", 0))),
+                      str(int(ends.get("resize", 0))), str(int(ends.get("pause", 0))),
+                      str(int(ends.get("stop", 0))), str(int(ends.get("errored", 0))))]) + [""]
+    span = info.last_t - start
+    if span > 0 and info.atoms:
+        used = float((alloc["atoms"] * alloc["duration"]).sum())
+        startup = float(trials["startup_total"].sum())
+        lines += [f"Atoms held {used / (info.atoms * span):.0%} of the time ({used:.4g} of {info.atoms * span:.4g} "
+                  f"atom-seconds); {_s(startup)} of trial time went to startups.", ""]
+    reported = trials[trials["reports"] > 0]
+    if len(reported):
+        top = reported.sort_values("best_score", ascending=(info.mode == "min"), kind="stable").head(10)
+        lines += [f"Top {len(top)} trials by best {info.metric}:", ""]
+        lines += _table(["trial", "status", "best", "at step", "steps", "max atoms", "launches", "run time"],
+                        [(r.trial, r.status, _g(r.best_score), str(r.best_step), str(r.steps), str(r.max_atoms),
+                          str(r.launches), _s(r.run_time)) for r in top.itertuples(index=False)]) + [""]
+    errored = trials[trials["status"] == "errored"]
+    if len(errored):
+        lines += [f"Errored trials ({len(errored)}):", ""]
+        lines += [f"- {r.trial}: {_clip(r.error)}" for r in errored.head(10).itertuples(index=False)] + [""]
+    if images:
+        lines += ["## Figures", ""]
+        for name, caption in images.items():
+            lines += [f"### {caption}", "", f"![{caption}]({name})", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- simulations
+
+
+def write_simulation_report(sim: Simulation, out: Path, mode: str | None = None,
+                            max_gantt_trials: int = 300) -> list[Path]:
+    """best_score.png, regret.png, one Gantt per variant (first cell, first seed) and summary.md."""
+    from hpcsched.analysis.loaders import Run
+    from hpcsched.analysis.plots import plot_gantt, plot_variants, save
+    from hpcsched.simulate import safe_name
+
+    out.mkdir(parents=True, exist_ok=True)
+    images: dict[str, str] = {}
+    summary = sim.summary
+    if len(summary) and summary["best_score"].notna().any():
+        save(plot_variants(summary, sim.matrix_keys, "best_score"), out / "best_score.png")
+        images["best_score.png"] = "Best score per variant (mean ± sd over seeds; dashed: oracle)"
+    if "regret" in summary and summary["regret"].notna().any():
+        save(plot_variants(summary, sim.matrix_keys, "regret"), out / "regret.png")
+        images["regret.png"] = "Regret against the oracle (mean ± sd over seeds)"
+    first_cell = sim.cells[0] if sim.cells else None
+    for variant in sim.variants:
+        runs = sim.select([first_cell] if first_cell else None, [variant])
+        if runs.empty:
+            continue
+        row = runs.iloc[0]
+        run = Run(row["journal"], mode)
+        name = f"gantt-{safe_name(str(variant))}.png"
+        try:
+            save(plot_gantt(run, max_gantt_trials,
+                            title=f"{variant}, {row['cell']}, seed {row['seed']}: atoms per trial over time"),
+                 out / name)
+        except RunDirError as exc:  # one unreadable journal must not sink the whole report
+            images[name] = f"{variant}: journal unreadable ({exc})"
+            continue
+        images[name] = f"Allocation of {variant} ({row['cell']}, seed {row['seed']})"
+    md = out / "summary.md"
+    md.write_text(simulation_markdown(sim, images), encoding="utf-8")
+    return [out / name for name in images if (out / name).is_file()] + [md]
+
+
+def simulation_markdown(sim: Simulation, images: dict[str, str] | None = None) -> str:
+    """The simulation's summary as Markdown: a table of means ± sd per cell and variant."""
+    from hpcsched.analysis.simulation import means_table
+
+    summary = sim.summary
+    lines = [f"# Simulation report: {sim.path.name}", "", f"`{sim.path}`", ""]
+    n_seeds = summary["seed"].nunique() if len(summary) else 0
+    lines += [f"{len(summary)} runs: {summary['cell'].nunique() if len(summary) else 0} matrix cell(s) × "
+              f"{summary['variant'].nunique() if len(summary) else 0} variant(s) × {n_seeds} seed(s); "
+              f"{len(sim.runs)} event logs.", ""]
+    if summary.empty:
+        return "\n".join(lines + ["The summary holds no runs.", ""])
+    means = means_table(summary, sim.matrix_keys)
+    keys = list(sim.matrix_keys)
+    headers = keys + ["variant", "seeds", "best score", "regret", "oracle", "trials", "resizes", "pauses"]
+    rows = []
+    for r in means.to_dict("records"):
+        rows.append(tuple([str(r[k]) for k in keys] + [
+            str(r["variant"]), str(r["seeds"]), _pm(r.get("best_score_mean"), r.get("best_score_sd")),
+            _pm(r.get("regret_mean"), r.get("regret_sd")), _g(r.get("oracle_score")),
+            _f(r.get("trials_started"), 1), _f(r.get("resizes"), 1), _f(r.get("pauses"), 1)]))
+    lines += ["## Mean ± sd over seeds", ""] + _table(headers, rows) + [""]
+    # the winner: lowest mean regret (right for max and min metrics), else highest mean best score
+    by = "regret_mean" if "regret_mean" in means and means["regret_mean"].notna().any() else "best_score_mean"
+    if by in means and means[by].notna().any():
+        winners = []
+        for key, cell in (means.groupby(keys, sort=False) if keys else [((), means)]):
+            cell = cell.dropna(subset=[by])
+            if cell.empty:
+                continue
+            best = cell.iloc[int(cell[by].argmin() if by == "regret_mean" else cell[by].argmax())]
+            key = key if isinstance(key, tuple) else (key,)
+            winners.append(tuple([str(k) for k in key] + [str(best["variant"]), _pm(best["best_score_mean"], None),
+                                                          _pm(best.get("regret_mean"), None)]))
+        what = "lowest mean regret" if by == "regret_mean" else "highest mean best score"
+        lines += [f"## Best variant per cell ({what})", ""]
+        lines += _table(keys + ["variant", "best score", "regret"], winners) + [""]
+    if images:
+        lines += ["## Figures", ""]
+        for name, caption in images.items():
+            lines += [f"### {caption}", "", f"![{caption}]({name})", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- command line
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``hpcsched report``: DIR [--out DIR] [--mode max|min] [--max-gantt-trials N]."""
+    parser.add_argument("path", type=Path, help="a run directory, a journal (.jsonl) or a simulator output directory")
+    parser.add_argument("--out", type=Path, default=None, help="where to write the report (default: DIR/report)")
+    parser.add_argument("--mode", choices=("max", "min"), default=None,
+                        help="how scores compare (default: from the run's spec/result, else inferred)")
+    parser.add_argument("--max-gantt-trials", type=_positive_int, default=300,
+                        help="Gantt rows at most: the trials with the most atom-time (default 300)")
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """Build the report and print the files written; 0 on success (errors raise UserError)."""
+    files = build_report(args.path, args.out, getattr(args, "mode", None), getattr(args, "max_gantt_trials", 300))
+    for f in files:
+        print(f)
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def _table(headers: list[str], rows: list[tuple]) -> list[str]:
+    def cell(v: Any) -> str:
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    out = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return out
+
+
+def _missing(v: Any) -> bool:
+    import pandas as pd
+
+    return v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA
+
+
+def _g(v: Any) -> str:
+    if _missing(v):
+        return "–"
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _f(v: Any, digits: int) -> str:
+    return "–" if _missing(v) else f"{v:.{digits}f}"
+
+
+def _pm(mean: Any, sd: Any) -> str:
+    if _missing(mean):
+        return "–"
+    return f"{mean:.4f}" + ("" if _missing(sd) else f" ± {sd:.4f}")
+
+
+def _s(seconds: float | None) -> str:
+    if _missing(seconds):
+        return "–"
+    return f"{seconds:.4g} s" if abs(seconds) < 3600 else f"{seconds / 3600:.3g} h"
+
+
+def _clip(text: str, width: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
