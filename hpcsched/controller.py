@@ -83,6 +83,7 @@ class Controller:
             if not acted and self.state.live_count == 0:
                 reason = "nothing left to run"
                 break
+            self.journal.sync()
             self.clock.sleep_until(min(self.executor.next_wakeup(now), stop_at))
         self._wind_down(give_up_at=s.deadline if reason == "deadline" else None)
         st = self.state
@@ -129,8 +130,10 @@ class Controller:
                 self._handle(event, relaunch=False)
         self._commit(ControllerResumed(self.clock.now(), tuple(atom_ids), host, pid))
         for trial in list(self.state.trials.values()):
-            if trial.status == "paused" and trial.relaunch_atoms:
-                atoms = min(trial.relaunch_atoms, self.state.free_atoms)
+            # live when the old controller died, or stopped by its wind-down when it was interrupted
+            wanted = trial.relaunch_atoms or (len(trial.last_atoms) if trial.intent == "deadline" else 0)
+            if trial.status == "paused" and wanted:
+                atoms = min(wanted, self.state.free_atoms)
                 if atoms >= 1:
                     self._launch(trial.trial_id, atoms, "recover")
 

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Protocol
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from hpcsched.errors import RunDirError
 from hpcsched.records import Record, from_json, to_json
@@ -19,6 +19,8 @@ from hpcsched.records import Record, from_json, to_json
 
 class Journal(Protocol):
     def append(self, record: Record) -> None: ...
+
+    def sync(self) -> None: ...
 
     def close(self) -> None: ...
 
@@ -32,12 +34,18 @@ class ListJournal:
     def append(self, record: Record) -> None:
         self.records.append(record)
 
+    def sync(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
 
 class NullJournal:
     def append(self, record: Record) -> None:
+        pass
+
+    def sync(self) -> None:
         pass
 
     def close(self) -> None:
@@ -47,22 +55,33 @@ class NullJournal:
 class JsonlJournal:
     """Appends records to a JSONL file.
 
-    ``durable=True`` (real runs): each line is written under ``<path>.lock``, flushed and
-    fsynced, so a killed controller loses at most the line it was writing.
+    ``durable=True`` (real runs): the writer holds ``<path>.lock`` for as long as it is open (a
+    second controller on the same run directory is refused); every record is written through
+    at once (a killed controller loses at most the line it was writing) and ``sync`` fsyncs
+    what was written since the last call (the controller calls it once per loop turn).
     ``durable=False`` (simulations): buffered writes, flushed on close.
     """
 
     def __init__(self, path: Path, durable: bool = True):
         self.path = Path(path)
         self.durable = durable
-        self._lock = FileLock(str(self.path) + ".lock") if durable else None
-        self._file = open(self.path, "a", encoding="utf-8", buffering=1 if durable else 1 << 16)
+        self._lock = None
+        self._dirty = False
         if durable:
+            self._lock = FileLock(str(self.path) + ".lock", timeout=0)
+            try:
+                self._lock.acquire()
+            except Timeout:
+                raise RunDirError(f"{self.path.parent}: another controller is writing this run "
+                                  f"({self.path.name}.lock is held); stop it before starting or resuming") from None
             self._repair_torn_tail()
+        self._file = open(self.path, "a", encoding="utf-8", buffering=1 if durable else 1 << 16)
 
     def _repair_torn_tail(self) -> None:
         """Cut a torn last line left by a killed writer, so the next record starts on its own line."""
-        with self._lock, open(self.path, "rb+") as f:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb+") as f:
             f.seek(0, os.SEEK_END)
             size = f.tell()
             if size == 0:
@@ -75,18 +94,23 @@ class JsonlJournal:
             f.truncate(size - len(tail) + cut + 1 if cut >= 0 else (0 if size <= 65536 else size))
 
     def append(self, record: Record) -> None:
-        line = json.dumps(to_json(record), separators=(",", ":"), allow_nan=False) + "\n"
-        if self._lock is None:
-            self._file.write(line)
-            return
-        with self._lock:
-            self._file.write(line)
+        self._file.write(json.dumps(to_json(record), separators=(",", ":"), allow_nan=False) + "\n")
+        if self.durable:
             self._file.flush()
+            self._dirty = True
+
+    def sync(self) -> None:
+        """Make what was appended durable (fsync), once for all records since the last call."""
+        if self._dirty and not self._file.closed:
             os.fsync(self._file.fileno())
+            self._dirty = False
 
     def close(self) -> None:
         if not self._file.closed:
+            self.sync()
             self._file.close()
+        if self._lock is not None and self._lock.is_locked:
+            self._lock.release()
 
 
 def read_journal(path: Path) -> list[Record]:

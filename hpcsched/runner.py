@@ -55,11 +55,22 @@ def run_experiment(spec: Spec, options: RunOptions, out: TextIO = sys.stdout) ->
     base_dir = spec.source.parent if spec.source else Path.cwd()
     trainable = resolve_reference(spec.trainable, base_dir)
     check_trainable(trainable)  # fails now, with the reason, rather than in every trial
-    backend = _backend(spec, options.backend)  # checks the resources before anything is made
+    backend = backend_for(spec, options.backend)  # checks the resources before anything is made
     if backend.max_atoms_per_trial is not None:
         cap = min(backend.max_atoms_per_trial, variant.scheduler.max_atoms_per_trial or backend.max_atoms_per_trial)
         variant = replace(variant, scheduler=replace(variant.scheduler, max_atoms_per_trial=cap))
     run_dir, records = _open_run_dir(spec, options)
+    journal = JsonlJournal(run_dir.journal, durable=True)  # held until the end: one controller per run
+    try:
+        if records:
+            records = read_journal(run_dir.journal)  # as it is now that no other controller can write
+        return _run(spec, options, variant, trainable, backend, run_dir, records, journal, out)
+    finally:
+        journal.close()
+
+
+def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Backend", run_dir: RunDir,
+         records: list[Record], journal: JsonlJournal, out: TextIO) -> dict[str, Any]:
     clock = WallClock()
     started = next((r for r in records if isinstance(r, RunStarted)), None)
     hard_end = backend.ends_at - ALLOCATION_SAFETY if backend.ends_at is not None else None
@@ -92,7 +103,6 @@ def run_experiment(spec: Spec, options: RunOptions, out: TextIO = sys.stdout) ->
                            metric=spec.metric.name, stop_margin=spec.controller.stop_margin,
                            wind_down_grace=spec.controller.stop_grace)
     progress = Progress(out, clock, quiet=options.quiet)
-    journal = JsonlJournal(run_dir.journal, durable=True)
     controller = Controller(settings, scheduler, executor, clock, journal,
                             (lambda i: sampler.config(i)) if sampler else (lambda i: {}), state,
                             on_record=progress.on_record)
@@ -109,7 +119,7 @@ def run_experiment(spec: Spec, options: RunOptions, out: TextIO = sys.stdout) ->
     finally:
         _restore_interrupts(previous)
         executor.shutdown()
-        journal.close()
+        journal.sync()
     result = build_result(spec, variant.name, run_dir, state)
     run_dir.write_json(run_dir.result, result)
     progress.summary(result, run_dir)
@@ -152,7 +162,7 @@ class Backend:
     max_atoms_per_trial: int | None = None  # trials that are single processes cannot span nodes
 
 
-def _backend(spec: Spec, backend: str) -> Backend:
+def backend_for(spec: Spec, backend: str) -> Backend:
     """Check the spec's resources for ``backend``; return how to build its executor."""
     r = spec.resources
     if backend == "local":

@@ -55,7 +55,7 @@ class TrialLaunch:
     atom_ids: tuple[str, ...]
     gpus: tuple[int, ...] = ()  # physical GPU indices (local) given through CUDA_VISIBLE_DEVICES
     cpus: tuple[int, ...] = ()  # cores to pin to (local); empty: leave affinity alone
-    threads: int = 1
+    threads: int = 1  # CPU threads per process
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -134,8 +134,9 @@ class TrialContext:
         self.config = dict(launch.config)
         self.atoms = len(launch.atom_ids)
         self.atom_ids = launch.atom_ids
-        self.gpus = tuple(range(len(launch.gpus))) if launch.gpus else ()  # as the process sees them
-        self.threads = launch.threads
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        self.gpus = tuple(range(len([g for g in visible.split(",") if g.strip()])))  # as this process sees them
+        self.threads = launch.threads  # CPU threads for this process
         self.start_step = launch.from_step
         self.max_steps = launch.max_steps
         self.metric = launch.metric
@@ -305,6 +306,8 @@ def run_trial(launch: TrialLaunch) -> dict[str, Any]:
 
     for sig in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM):
         signal.signal(sig, request_stop)
+    # tell the controller this rank can take a stop signal now (before, SIGUSR1 would kill it)
+    (launch.trial_dir / "launches" / f"{launch.launch_id}-r{rank}.ready").touch()
     train = load_trainable(launch.trainable)
     try:
         train(dict(launch.config), ctx)

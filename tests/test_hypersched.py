@@ -239,6 +239,9 @@ def test_idle_atoms_resume_the_best_paused_trial_instead_of_ending_early():
     # nothing runs, nothing may start, b is not promotable: resume it rather than idle to the deadline
     assert h.decide() == [ResumeTrial("b", 1)]
     assert h.decide() == []  # one paused trial, one resume
+    h.start("b")
+    h.report("b", 2, 0.25)  # still below the rung's cutoff, but pausing it would only idle the atoms
+    assert h.decide() == []
 
 
 def test_a_trial_paused_in_this_decision_is_not_also_shrunk():
@@ -261,3 +264,12 @@ def test_profile_startup_estimate_is_the_prior_until_startups_are_measured():
     assert h.scheduler.startup_estimate == 42.0
     h.start("a", startup=3.0)
     assert h.scheduler.startup_estimate == 3.0
+
+
+def test_nothing_starts_when_its_startup_would_outlast_the_deadline():
+    h = Harness(atoms=2, deadline=100.0, kind="hypersched", entrance="none")
+    h.start("a", startup=5.0)
+    h.now = 94.0
+    assert h.decide() == [StartTrial(1)]  # 6 s left > 5 s startup
+    h.now = 95.5
+    assert h.decide() == []

@@ -71,3 +71,29 @@ def test_sigkill_then_resume(tmp_path, kill_after_records):
     for trial in live_at_kill:  # each trial the old controller left running was exited, then relaunched or kept
         assert any(isinstance(r, Exited) and r.trial == trial for r in after[len(before):])
     assert no_trial_processes_left(run)
+
+
+def test_interrupt_then_resume_relaunches_what_was_running(tmp_path):
+    spec = write_spec(tmp_path, deadline="30s", scheduler={"r": 5000, "R": 10000},
+                      space={"quality": {"grid": [0.9, 0.5]}, "step_time": 0.1})
+    run = tmp_path / "run"
+    controller = start("run", str(spec), "--run-dir", str(run))
+    assert wait_for(lambda: (run / "events.jsonl").exists() and
+                    sum(isinstance(r, Reported) for r in records(run)) >= 6, timeout=60)
+    controller.send_signal(signal.SIGINT)  # Ctrl-C: checkpoint every trial, write the result, exit
+    out, _ = controller.communicate(timeout=60)
+    assert controller.returncode == 0, out
+    interrupted = json.loads((run / "result.json").read_text())
+    assert interrupted["reason"] == "interrupted by SIGINT" and interrupted["best"]["checkpoint"]
+    before = records(run)
+    stopped = {r.trial for r in before if isinstance(r, StopRequested) and r.intent == "deadline"}
+    assert stopped == {"t0000", "t0001"}
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--resume", "--quiet", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    after = records(run)[len(before):]
+    relaunched = {r.trial: r for r in after if isinstance(r, Launched) and r.reason == "recover"}
+    assert set(relaunched) == stopped
+    for trial, launch in relaunched.items():
+        last = [r for r in before if isinstance(r, Exited) and r.trial == trial][-1]
+        assert launch.from_step == last.step > 0
+    assert json.loads((run / "result.json").read_text())["reason"] == "deadline"

@@ -112,3 +112,20 @@ def test_spec_errors_and_missing_deadline(tmp_path):
     proc = _bad(tmp_path, "run", str(spec), expect="resources.gpus_per_atom: must be >= 0, got -1")
     assert "controller.stop_grace: expected a duration" in proc.stderr
     _bad(tmp_path, "run", str(spec), "--deadline", "tomorrow", expect="--deadline: expected a duration")
+
+
+def test_a_second_controller_on_a_running_run_is_refused(tmp_path):
+    spec = write_spec(tmp_path, deadline="20s", scheduler={"R": 10000})
+    run = tmp_path / "run"
+    controller = start("run", str(spec), "--run-dir", str(run), "--quiet")
+    try:
+        assert wait_for(lambda: (run / "events.jsonl").exists() and
+                        any(r.kind == "launched" for r in records(run)), timeout=30)
+        journal = (run / "events.jsonl").read_bytes()
+        _bad(tmp_path, "run", str(spec), "--run-dir", str(run), "--resume", expect="another controller is writing")
+        assert (run / "events.jsonl").read_bytes()[: len(journal)] == journal
+        launches = [r for r in records(run) if r.kind == "launched"]
+        assert len({r.trial for r in launches}) == len([r for r in launches if r.reason == "start"])
+    finally:
+        controller.communicate(timeout=60)
+    assert controller.returncode == 0

@@ -13,6 +13,7 @@ NODES=(node1 node2)
 NODE_PORTS=(17001 17002)
 CTLD_PORT=16817
 WAIT_S=${HPCSCHED_SLURM_WAIT_S:-60}
+NODE_CPUS=${HPCSCHED_SLURM_NODE_CPUS:-32}  # claimed (config_overrides): room for many concurrent 1-CPU steps
 MUNGE_LOG=/var/log/munge/munged.log
 export SLURM_CONF=$CONF
 
@@ -81,7 +82,7 @@ InactiveLimit=0
 SlurmdTimeout=30
 SchedulerType=sched/backfill
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,bf_interval=1
-NodeName=DEFAULT CPUs=8 Sockets=1 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=8000 Gres=gpu:4 State=UNKNOWN
+NodeName=DEFAULT CPUs=$NODE_CPUS Sockets=1 CoresPerSocket=$NODE_CPUS ThreadsPerCore=1 RealMemory=16000 Gres=gpu:4 State=UNKNOWN
 NodeName=${NODES[0]} NodeHostname=$host NodeAddr=127.0.0.1 Port=${NODE_PORTS[0]}
 NodeName=${NODES[1]} NodeHostname=$host NodeAddr=127.0.0.1 Port=${NODE_PORTS[1]}
 PartitionName=debug Nodes=${NODES[0]},${NODES[1]} Default=YES MaxTime=INFINITE State=UP

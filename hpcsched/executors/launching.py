@@ -86,7 +86,9 @@ class _Launch:
     processes: list[Any]
     reader: ScoresReader
     launched_at: float
-    started: bool = False
+    world_size: int = 1
+    started: bool = False  # the chief rank finished its setup (it may have progress to save)
+    ready: bool = False  # every rank handles stop signals
     checkpoint_step: int = 0
     stop_requested_at: float | None = None
     last_signal: float = -math.inf
@@ -150,23 +152,26 @@ class ProcessExecutor:
         (folder / f"{launch_id}.json").write_text(json.dumps(record))
         self._live[request.trial_id] = _Launch(request, launch, folder, submitter.processes,
                                                ScoresReader(trial_dir / "scores.jsonl", launch_id), now,
-                                               checkpoint_step=request.from_step)
+                                               world_size=world, checkpoint_step=request.from_step)
 
     def request_stop(self, trial_id: str) -> None:
         launch = self._live.get(trial_id)
         if launch is None or launch.stop_requested_at is not None:
             return
         launch.stop_requested_at = self.clock.now()
-        if launch.started:
-            self._signal(launch)
-        else:  # still in setup: nothing to save yet, end it now rather than after its setup
+        if not launch.started:  # still in setup: nothing to save yet, end it now rather than after its setup
             self._kill(launch)
+        elif self._ready(launch):
+            self._signal(launch)
 
     def poll(self, now: float) -> list[Event]:
         events: list[Event] = []
         for trial_id, launch in list(self._live.items()):
             events.extend(self._read_lines(launch, now))
             codes = [p.poll() for p in launch.processes]
+            if any(c not in (None, 0) for c in codes) and any(c is None for c in codes):
+                self._end_processes(launch)  # one rank failed: the others would hang in their collectives
+                codes = [p.poll() for p in launch.processes]
             if all(c is not None for c in codes):
                 events.extend(self._read_lines(launch, now))
                 events.append(self._exit_event(launch, codes, now))
@@ -175,7 +180,7 @@ class ProcessExecutor:
             if launch.stop_requested_at is not None:
                 if now - launch.stop_requested_at > self.settings.stop_grace:
                     self._kill(launch)
-                elif launch.started and now - launch.last_signal >= SIGNAL_REPEAT_S:
+                elif launch.started and self._ready(launch) and now - launch.last_signal >= SIGNAL_REPEAT_S:
                     self._signal(launch)
         return events
 
@@ -247,9 +252,17 @@ class ProcessExecutor:
                 if checkpoint:
                     launch.checkpoint_step = int(line["step"])
                 events.append(TrialReport(trial_id, t, int(line["step"]), float(line["score"]), checkpoint))
-        if launch.started and launch.stop_requested_at is not None and launch.last_signal == -math.inf:
+        if launch.started and launch.stop_requested_at is not None and launch.last_signal == -math.inf \
+                and self._ready(launch):
             self._signal(launch)
         return events
+
+    def _ready(self, launch: _Launch) -> bool:
+        """Every rank installed its stop handlers (each touches <launch>-r<rank>.ready)."""
+        if not launch.ready:
+            launch.ready = sum(1 for _ in launch.folder.glob(f"{launch.launch.launch_id}-r*.ready")) \
+                >= launch.world_size
+        return launch.ready
 
     def _signal(self, launch: _Launch) -> None:
         launch.last_signal = self.clock.now()
@@ -261,7 +274,12 @@ class ProcessExecutor:
                     pass
 
     def _kill(self, launch: _Launch) -> None:
+        """End a launch the controller asked to stop (its last checkpoint counts)."""
         launch.killed = True
+        self._end_processes(launch)
+
+    @staticmethod
+    def _end_processes(launch: _Launch) -> None:
         for p in launch.processes:
             if p.poll() is None:
                 try:

@@ -81,12 +81,13 @@ class LocalExecutor(ProcessExecutor):
     def placement(self, atoms: tuple[str, ...]) -> dict[str, Any]:
         r = self.resources
         indices = [int(a[3:]) for a in atoms]
+        per_process = max(1, r.cpus_per_atom * len(atoms) // self.world_size(atoms))
         if r.gpus_per_atom:
             gpus = tuple(k * r.gpus_per_atom + g for k in indices for g in range(r.gpus_per_atom))
-            return {"gpus": gpus, "threads": r.cpus_per_atom * len(atoms)}
+            return {"gpus": gpus, "threads": per_process}
         cpus = tuple(self._cores[(k * r.cpus_per_atom + c) % len(self._cores)]
                      for k in indices for c in range(r.cpus_per_atom))
-        return {"cpus": cpus, "threads": len(cpus)}
+        return {"cpus": cpus, "threads": per_process}
 
     def world_size(self, atoms: tuple[str, ...]) -> int:
         r = self.resources
@@ -98,7 +99,7 @@ class LocalExecutor(ProcessExecutor):
         base = trial_environment(launch, world_size)
         if world_size > 1:
             base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
-        threads = max(1, launch.threads // world_size)
+        threads = launch.threads
         processes = []
         for rank in range(world_size):
             env = dict(base)

@@ -84,20 +84,10 @@ class SimExecutor:
             if kind == _STEP:
                 trial.pos += 1
                 out.append(TrialReport(trial_id, t, trial.step, float(trial.curve.scores[trial.pos - 1])))
-                if trial.pos >= len(trial.curve.steps):
-                    trial.active = False
-                    trial.generation += 1
-                    out.append(TrialExit(trial_id, t, "finished", trial.step))
-                else:
-                    self._schedule_step(trial_id, trial, t)
+                self._continue(trial_id, trial, t, out)
             elif kind == _START:
                 out.append(TrialStarted(trial_id, t))
-                if trial.pos >= len(trial.curve.steps):
-                    trial.active = False
-                    trial.generation += 1
-                    out.append(TrialExit(trial_id, t, "finished", trial.step))
-                else:
-                    self._schedule_step(trial_id, trial, t)
+                self._continue(trial_id, trial, t, out)
             else:
                 trial.active = False
                 out.append(TrialExit(trial_id, t, "checkpointed", trial.step))
@@ -113,6 +103,15 @@ class SimExecutor:
         self._heap.clear()
         for trial in self._trials.values():
             trial.active = False
+
+    def _continue(self, trial_id: str, trial: _SimTrial, t: float, out: list[Event]) -> None:
+        """After a report (or the start): finish at the curve's end, else schedule the next step."""
+        if trial.pos >= len(trial.curve.steps):
+            trial.active = False
+            trial.generation += 1
+            out.append(TrialExit(trial_id, t, "finished", trial.step))
+        else:
+            self._schedule_step(trial_id, trial, t)
 
     def _schedule_step(self, trial_id: str, trial: _SimTrial, t: float) -> None:
         work = trial.curve.work

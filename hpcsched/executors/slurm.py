@@ -252,8 +252,7 @@ class SlurmExecutor(ProcessExecutor):
 
     def placement(self, atoms: tuple[str, ...]) -> dict[str, Any]:
         r = self.resources
-        return {"threads": r.cpus_per_atom * len(atoms) // self.world_size(atoms) if r.distributed
-                else r.cpus_per_atom * len(atoms)}
+        return {"threads": max(1, r.cpus_per_atom * len(atoms) // self.world_size(atoms))}
 
     def world_size(self, atoms: tuple[str, ...]) -> int:
         r = self.resources

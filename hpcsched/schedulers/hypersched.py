@@ -26,7 +26,7 @@ from hpcsched.schedulers.allocation import allowed_size, target_atoms, worth_res
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial,
                                            Situation, StartTrial, StopTrial)
 from hpcsched.schedulers.rungs import Rung, SpeculativeBracket, TopFractionBracket
-from hpcsched.schedulers.sorted_scores import Ranking, SortedSample
+from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
 from hpcsched.spec import SchedulerSpec
 from hpcsched.state import TrialView
 
@@ -46,8 +46,9 @@ class HyperSched:
         self._pause_rung: dict[str, Rung] = {}
         self._reported: dict[str, int] = {}  # trials that reported since the last decide -> reports since launch
         self._shrinking: set[str] = set()
-        self._startups = SortedSample()
-        self._single_atom_step_times = SortedSample()
+        self._idle_resumed: set[str] = set()  # resumed only because nothing else could use the atoms
+        self._startups = RunningQuantile(spec.startup_quantile)  # O(log n) per launch, not O(n)
+        self._single_atom_step_times = RunningQuantile(0.5)  # grows with every report
         self._longest_run = 0.0
         self._caps: dict[int, int] = {}
 
@@ -95,7 +96,7 @@ class HyperSched:
             self._verdicts[record.trial] = StopTrial(record.trial, "max_steps")
             return
         rung = self.bracket.evaluate(record.trial, record.step, score)
-        if rung is not None:
+        if rung is not None and record.trial not in self._idle_resumed:
             self._pause_rung[record.trial] = rung
             self._verdicts[record.trial] = PauseTrial(record.trial, f"rung {rung.milestone}")
         else:
@@ -103,6 +104,7 @@ class HyperSched:
 
     def _forget_live(self, trial_id: str) -> None:
         self._live_atoms -= self._live.pop(trial_id, 0)
+        self._idle_resumed.discard(trial_id)
         self._grown.discard(trial_id)
         self._ranking.discard(trial_id)
         self._verdicts.pop(trial_id, None)
@@ -121,14 +123,14 @@ class HyperSched:
         """T_o: the configured quantile of measured startup/resize times (0 when ignoring overhead)."""
         if not self.spec.overhead_aware:
             return 0.0
-        measured = self._startups.quantile(self.spec.startup_quantile)
+        measured = self._startups.value()
         if measured is None:
             return self.spec.startup_estimate or 0.0
         return measured
 
     def exploration_budget(self) -> float:
         """min(R * T_a, eta * T'): time a new trial would need; explore only while time_left exceeds it."""
-        step_time = self._single_atom_step_times.quantile(0.5)
+        step_time = self._single_atom_step_times.value()
         full_run = self.spec.R * step_time if step_time is not None else math.inf
         return min(full_run, self.spec.eta * self._longest_run)
 
@@ -160,7 +162,9 @@ class HyperSched:
             if reason is not None:
                 self.closed = True
                 out.append(CloseEntrance(reason))
-        if not self.closed:
+        if situation.time_left <= self.startup_estimate:
+            pass  # a trial started now would not finish starting before the deadline
+        elif not self.closed:
             free = self._explore(situation, free, out)
         elif self.spec.backfill and free > 0:
             spare = free - self._growth_demand(situation.total_atoms)
@@ -168,18 +172,22 @@ class HyperSched:
                 free -= spare - self._explore(situation, spare, out, make_room=False)
         if self.spec.allocation != "none" and free > 0:
             self._grow(situation, free, out)
-        if free > 0 and not self._live and not out and (self.spec.backfill or not self.closed):
+        if free > 0 and not self._live and not out and (self.spec.backfill or not self.closed) \
+                and situation.time_left > self.startup_estimate:
             self._resume_idle(free, out)
         self._reported.clear()
         return out
 
     def _resume_idle(self, free: int, out: list[Decision]) -> None:
-        """Nothing runs, nothing may start: rather than end early, resume the best paused trials."""
+        """Nothing runs, nothing may start: rather than end early, resume the best paused trials.
+
+        They then train on regardless of rung cutoffs (pausing them again would only idle the atoms)."""
         while free > 0:
             candidate = self.bracket.best_paused()
             if candidate is None:
                 return
             self.bracket.unpause(candidate)
+            self._idle_resumed.add(candidate)
             out.append(ResumeTrial(candidate, 1))
             free -= 1
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import heapq
 
 
 class SortedSample:
@@ -26,6 +27,46 @@ class SortedSample:
         lo = int(pos)
         hi = min(lo + 1, len(v) - 1)
         return v[lo] + (pos - lo) * (v[hi] - v[lo])
+
+
+class RunningQuantile:
+    """One fixed quantile of a growing sample, equal to ``SortedSample.quantile(q)``.
+
+    Two heaps split the sample at the quantile's lower neighbour: ``_low`` (a max-heap of
+    negated values) holds the smallest ``int(q * (n - 1)) + 1`` values, ``_high`` the rest.
+    Adding costs O(log n) however large the sample grows (a sorted list costs O(n) per insert).
+    """
+
+    def __init__(self, q: float) -> None:
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"quantile must be in [0, 1], got {q!r}")
+        self.q = q
+        self._low: list[float] = []
+        self._high: list[float] = []
+
+    def __len__(self) -> int:
+        return len(self._low) + len(self._high)
+
+    def add(self, value: float) -> None:
+        if self._low and value <= -self._low[0]:
+            heapq.heappush(self._low, -value)
+        else:
+            heapq.heappush(self._high, value)
+        want = int(self.q * (len(self) - 1)) + 1
+        while len(self._low) > want:
+            heapq.heappush(self._high, -heapq.heappop(self._low))
+        while len(self._low) < want:
+            heapq.heappush(self._low, -heapq.heappop(self._high))
+
+    def value(self) -> float | None:
+        """The linear-interpolated quantile (as numpy.percentile), None when empty."""
+        if not self._low:
+            return None
+        pos = self.q * (len(self) - 1)
+        lo = int(pos)
+        low = -self._low[0]
+        high = self._high[0] if self._high else low
+        return low + (pos - lo) * (high - low)
 
 
 class Ranking:

@@ -6,6 +6,7 @@ exactly its checkpoint. An exclusive lock per trial records any second process o
 """
 
 import fcntl
+import json
 import math
 import os
 import time
@@ -18,6 +19,20 @@ def toy(config, ctx):
     except OSError:
         (ctx.trial_dir / "VIOLATION").write_text(f"two processes of {ctx.trial_id} rank {ctx.rank} at once\n")
         raise
+    ranks = ctx.trial_dir / "ranks"
+    ranks.mkdir(exist_ok=True)
+    rank_file = ranks / f"{ctx.launch.launch_id}-r{ctx.rank}.json"
+    seen = {"launch": ctx.launch.launch_id, "rank": ctx.rank, "world": ctx.world_size, "atoms": ctx.atoms,
+            "node": os.environ.get("SLURMD_NODENAME", "local"), "gpus": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+            "pid": os.getpid(), "start": time.time()}
+    rank_file.write_text(json.dumps(seen))
+    try:
+        _train(config, ctx)
+    finally:
+        rank_file.write_text(json.dumps({**seen, "end": time.time()}))
+
+
+def _train(config, ctx):
     time.sleep(config.get("setup_time", 0.0))
     state = ctx.restore() or {"steps": 0}
     for step in ctx.steps():
