@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="refresh every SECONDS (default 2) until the run finishes")
     status.set_defaults(func=cmd_status)
 
+    from hpcsched.profiler import add_profile_arguments
+
+    profile = sub.add_parser("profile", help="measure a trainable's throughput and startup per allocation")
+    add_profile_arguments(profile)
+    profile.set_defaults(func=cmd_profile)
+
     from hpcsched.analysis.report import add_report_arguments, run_report
 
     report = sub.add_parser("report", help="figures and summary.md for a run directory or simulator output")
@@ -76,6 +82,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = run_experiment(spec, RunOptions(run_dir=args.run_dir, backend=args.backend, deadline=args.deadline,
                                              resume=args.resume, variant=args.variant, quiet=args.quiet))
     return 0 if result.get("reason") in ("deadline", "nothing left to run") or result.get("best") else 1
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from hpcsched.profiler import run_profile
+
+    return run_profile(args)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
