@@ -270,22 +270,3 @@ def format_table(profile: dict[str, Any]) -> str:
     lines.append(f"believed speedup s(a): {fitted}  (interpolated; flat beyond {top})")
     lines.append(f"startup estimate T_o: {profile['startup_estimate']:.3g} s")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="hpcsched profile",
-                                     description="Measure a trainable's throughput and startup per allocation.")
-    add_profile_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run_profile(args)
-    except UserError as exc:
-        print(f"hpcsched profile: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,7 +3,6 @@ spec names (``scheduler.profile``) and that changes the scheduler's resize decis
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -24,13 +23,9 @@ from tests.runs import REPO, TOY
 
 
 def _profile_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """``hpcsched profile`` once the CLI has it, else the module's own entry point."""
-    from hpcsched.cli import build_parser
-
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    command = ["-m", "hpcsched", "profile"] if "profile" in sub.choices else ["-m", "hpcsched.profiler"]
-    return subprocess.run([sys.executable, *command, *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=REPO)
+    """``hpcsched profile`` on the command line."""
+    return subprocess.run([sys.executable, "-m", "hpcsched", "profile", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
 
 
 def _toy_spec(directory: Path, scales: bool = True, **scheduler) -> Path:
@@ -86,7 +81,7 @@ def test_profile_of_a_scaling_trainable_and_of_one_that_does_not_scale(tmp_path)
 
 
 def test_bad_input_is_refused_with_the_field_and_value(tmp_path, capsys):
-    from hpcsched.profiler import main
+    from hpcsched.cli import main
 
     spec = _toy_spec(tmp_path)
     cases = [
@@ -99,7 +94,7 @@ def test_bad_input_is_refused_with_the_field_and_value(tmp_path, capsys):
         (["--timeout", "soon"], "--timeout", "'soon'"),
     ]
     for extra, field, value in cases:
-        assert main([str(spec), *extra, "--out", str(tmp_path / "p.yaml")]) == 2, extra
+        assert main(["profile", str(spec), *extra, "--out", str(tmp_path / "p.yaml")]) == 2, extra
         err = capsys.readouterr().err
         assert field in err and value in err, err
     simulation = tmp_path / "simulation.yaml"

@@ -8,7 +8,7 @@ from hpcsched.controller import Controller, RunSettings
 from hpcsched.executors.base import LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.executors.sim import SimExecutor
 from hpcsched.journal import ListJournal
-from hpcsched.records import Exited, Launched, Reported, Running, StopRequested
+from hpcsched.records import Exited, Reported, Running, StopRequested
 from hpcsched.scaling import named_scaling
 from hpcsched.schedulers import make_scheduler
 from hpcsched.spec import SchedulerSpec, parse_experiment

@@ -15,7 +15,6 @@ Prints a table and writes it to docs/results/slurm.md (with --write).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys

@@ -21,6 +21,7 @@ from typing import Any
 
 from hpcsched.training.data import IMAGENET_MEAN, IMAGENET_STD, ImageFolderSet, SyntheticImages, random_crop_flip
 from hpcsched.training.loop import Recipe, train_classifier
+from hpcsched.training.loop import load_model as trained_model
 from hpcsched.training.resnet import imagenet_resnet
 
 MILESTONES = (60, 120, 160)
@@ -63,9 +64,4 @@ def train(config, ctx):
 
 def load_model(checkpoint_path: str):
     """Rebuild the trained model from a checkpoint (e.g. the one result.json names)."""
-    from hpcsched import load_checkpoint
-
-    state = load_checkpoint(checkpoint_path)
-    model = build_model(state["config"])
-    model.load_state_dict(state["model"])
-    return model.eval()
+    return trained_model(checkpoint_path, build_model)

@@ -144,3 +144,14 @@ def _evaluate(module: nn.Module, batches, recipe: Recipe, device: torch.device) 
         correct += (logits.argmax(1) == labels).sum().double()
         total += len(labels)
     return float(correct), float(total), float(loss_sum)
+
+
+def load_model(checkpoint_path: str, build_model: Callable[[dict[str, Any]], nn.Module]) -> nn.Module:
+    """Rebuild a model trained by ``train_classifier`` from one of its checkpoints (e.g. the one
+    result.json names): ``build_model(config)`` makes the network, the checkpoint its weights."""
+    from hpcsched import load_checkpoint
+
+    state = load_checkpoint(checkpoint_path)
+    model = build_model(state["config"])
+    model.load_state_dict(state["model"])
+    return model.eval()
