@@ -107,9 +107,9 @@ class Controller:
             if now >= give_up:
                 self.executor.shutdown()
                 for trial in list(self.state.trials.values()):
-                    if trial.status in LIVE:
-                        self._commit(Exited(now, trial.trial_id, "errored", trial.step,
-                                            "did not exit after the stop request; killed"))
+                    if trial.status in LIVE:  # killed: its last checkpoint (written atomically) counts
+                        self._commit(Exited(now, trial.trial_id, "checkpointed", trial.checkpoint_step,
+                                            "did not exit in time after the stop request; killed"))
                 break
             wake = self.executor.next_wakeup(now)
             self.clock.sleep_until(min(wake, give_up) if math.isfinite(wake) else give_up)

@@ -173,6 +173,7 @@ class RunState:
         if self.better(r.score, self.best_score):
             self.best_score, self.best_trial, self.best_step = r.score, r.trial, r.step
         if r.checkpoint:
+            t.checkpoint_step = max(t.checkpoint_step, r.step)
             if self.better(r.score, t.best_checkpoint_score):
                 t.best_checkpoint, t.best_checkpoint_score, t.best_checkpoint_step = r.checkpoint, r.score, r.step
             if self.best_checkpointed is None or self.better(r.score, self.best_checkpointed[0]):

@@ -242,6 +242,11 @@ def test_idle_atoms_resume_the_best_paused_trial_instead_of_ending_early():
     h.start("b")
     h.report("b", 2, 0.25)  # still below the rung's cutoff, but pausing it would only idle the atoms
     assert h.decide() == []
+    h.commit(StopRequested(h.now, "b", "resize", 2, h.state.pool.choose(1)))  # grown onto the idle atoms
+    h.commit(Exited(h.now, "b", "checkpointed", 2))
+    h.start("b", atoms=2)
+    h.report("b", 3, 0.26)  # the exemption survives the resize
+    assert h.decide() == []
 
 
 def test_a_trial_paused_in_this_decision_is_not_also_shrunk():

@@ -63,7 +63,7 @@ def test_sigkill_then_resume(tmp_path, kill_after_records):
         # no progress lost: every relaunch starts from the trial's latest checkpoint before it
         for launch in [r for r in after if isinstance(r, Launched) and r.trial == trial and r.reason != "start"]:
             saved = [line["step"] for line in lines if line.get("checkpoint") and line["t"] <= launch.t + 1e-6]
-            assert launch.from_step == max(saved), (trial, launch)
+            assert launch.from_step == max(saved, default=0), (trial, launch)
         final = max((line["step"] for line in lines), default=0)
         assert final >= best_before.get(trial, 0)
     recovered = [r for r in after if isinstance(r, StopRequested) and r.intent == "recover"]

@@ -71,6 +71,8 @@ class HyperSched:
             self.bracket.unpause(record.trial)
         elif isinstance(record, StopRequested):
             self._forget_live(record.trial)
+            if record.intent != "resize":  # a resized trial keeps its idle-time exemption
+                self._idle_resumed.discard(record.trial)
             if record.intent == "resize" and record.atoms < (trial.atoms if trial else 0):
                 self._shrinking.add(record.trial)
         elif isinstance(record, Exited):
@@ -104,7 +106,6 @@ class HyperSched:
 
     def _forget_live(self, trial_id: str) -> None:
         self._live_atoms -= self._live.pop(trial_id, 0)
-        self._idle_resumed.discard(trial_id)
         self._grown.discard(trial_id)
         self._ranking.discard(trial_id)
         self._verdicts.pop(trial_id, None)

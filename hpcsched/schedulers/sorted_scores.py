@@ -6,31 +6,8 @@ import bisect
 import heapq
 
 
-class SortedSample:
-    """A growing sample kept sorted: quantiles in O(1), insertion by bisection."""
-
-    def __init__(self) -> None:
-        self._values: list[float] = []
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def add(self, value: float) -> None:
-        bisect.insort(self._values, value)
-
-    def quantile(self, q: float) -> float | None:
-        """Linear-interpolated quantile (as numpy.percentile), None when empty."""
-        v = self._values
-        if not v:
-            return None
-        pos = q * (len(v) - 1)
-        lo = int(pos)
-        hi = min(lo + 1, len(v) - 1)
-        return v[lo] + (pos - lo) * (v[hi] - v[lo])
-
-
 class RunningQuantile:
-    """One fixed quantile of a growing sample, equal to ``SortedSample.quantile(q)``.
+    """One fixed quantile of a growing sample (linear interpolation, as numpy.percentile).
 
     Two heaps split the sample at the quantile's lower neighbour: ``_low`` (a max-heap of
     negated values) holds the smallest ``int(q * (n - 1)) + 1`` values, ``_high`` the rest.
