@@ -6,17 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from hpcsched.argtypes import positive_duration, positive_int
 from hpcsched.errors import UserError
-
-
-def _seeds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--seeds: expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--seeds: expected a positive integer, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,8 +17,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("simulate", help="replay a spec's workload on a virtual clock, per variant and seed")
     sim.add_argument("spec", type=Path)
     sim.add_argument("--out", type=Path, required=True, help="output directory (summary.csv, events/)")
-    sim.add_argument("--seeds", type=_seeds, default=1, help="number of seeds, starting at the spec's seed")
-    sim.add_argument("--jobs", type=int, default=None, help="parallel processes (default: CPU count, max 8)")
+    sim.add_argument("--seeds", type=positive_int, default=1, help="number of seeds, starting at the spec's seed")
+    sim.add_argument("--jobs", type=positive_int, default=None, help="parallel processes (default: CPU count, max 8)")
     sim.add_argument("--no-events", action="store_true", help="skip the per-event logs")
     sim.set_defaults(func=cmd_simulate)
 
@@ -35,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("spec", type=Path)
     run.add_argument("--run-dir", type=Path, default=None, help="run directory (default: runs/<name>-<time>)")
     run.add_argument("--backend", choices=("local", "slurm"), default="local")
-    run.add_argument("--deadline", type=_duration, default=None, help="e.g. 10m, 2h (overrides the spec)")
+    run.add_argument("--deadline", type=positive_duration, default=None, help="e.g. 10m, 2h (overrides the spec)")
     run.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its journal")
     run.add_argument("--variant", default=None, help="which of the spec's variants to run")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -60,18 +51,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_arguments(report)
     report.set_defaults(func=run_report)
     return parser
-
-
-def _duration(text: str) -> float:
-    from hpcsched.durations import parse_duration
-
-    try:
-        seconds = parse_duration(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--deadline: expected a duration like 90s, 30m, 2h, got {text!r}") from None
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"--deadline: must be > 0, got {text!r}")
-    return seconds
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -105,8 +84,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     experiment = load_experiment(args.spec)
     seeds = [experiment.spec.seed + i for i in range(args.seeds)]
     jobs = args.jobs if args.jobs is not None else default_jobs()
-    if jobs < 1:
-        raise UserError(f"--jobs: expected a positive integer, got {jobs}")
     frame = simulate_experiment(experiment, seeds, args.out, event_log=not args.no_events, jobs=jobs)
     table = means_table(frame, experiment.matrix_keys)
     with_pd_options(lambda: print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}")))

@@ -85,3 +85,13 @@ def no_trial_processes_left(run_dir: Path) -> bool:
         if marker in cmdline and "submitit" in cmdline and stat.split(")")[-1].split()[0] != "Z":
             return False
     return True
+
+
+def first_resize(recs):
+    """(stop request, exit, relaunch) of the first resize in a journal."""
+    from hpcsched.records import Exited, Launched, StopRequested
+
+    resize = next(r for r in recs if isinstance(r, StopRequested) and r.intent == "resize")
+    exited = next(r for r in recs if isinstance(r, Exited) and r.trial == resize.trial and r.t >= resize.t)
+    relaunch = next(r for r in recs if isinstance(r, Launched) and r.trial == resize.trial and r.t >= exited.t)
+    return resize, exited, relaunch

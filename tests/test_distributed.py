@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from hpcsched.training.schedule import LRSchedule
-from tests.runs import REPO, hpcsched, records, reports
+from tests.runs import REPO, first_resize, hpcsched, records, reports
 
 CIFAR_TRAIN = REPO / "experiments" / "cifar10" / "train.py"
 TINY = {"lr": 0.1, "momentum": 0.9, "weight_decay": 5.0e-4, "arch": "resnet10", "width": 4, "blocks": [1, 1],
@@ -144,7 +144,6 @@ def _spec(tmp_path: Path, **overrides) -> Path:
 @pytest.mark.slow
 @pytest.mark.torch
 def test_controller_grows_a_trial_from_one_to_two_gloo_processes(tmp_path):
-    from hpcsched.records import Exited, Launched, StopRequested
     from hpcsched.trial import load_checkpoint
     from hpcsched.training.distributed import state_checksum
 
@@ -152,10 +151,8 @@ def test_controller_grows_a_trial_from_one_to_two_gloo_processes(tmp_path):
     proc = hpcsched("run", str(_spec(tmp_path)), "--run-dir", str(run), timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     recs = records(run)
-    resize = next(r for r in recs if isinstance(r, StopRequested) and r.intent == "resize")
+    resize, exited, relaunch = first_resize(recs)
     assert resize.atoms == 2
-    exited = next(r for r in recs if isinstance(r, Exited) and r.t >= resize.t)
-    relaunch = next(r for r in recs if isinstance(r, Launched) and r.t >= exited.t)
     assert exited.outcome == "checkpointed" and relaunch.reason == "resize" and len(relaunch.atoms) == 2
     assert relaunch.from_step == exited.step > 0
     lines = reports(run, "t0000")

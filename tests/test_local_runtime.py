@@ -9,7 +9,7 @@ import pytest
 
 from hpcsched.records import Exited, Launched, Reported, RunFinished, RunStarted, StopRequested
 from hpcsched.trial import load_checkpoint
-from tests.runs import hpcsched, no_trial_processes_left, records, reports, write_spec
+from tests.runs import first_resize, hpcsched, no_trial_processes_left, records, reports, write_spec
 
 pytestmark = pytest.mark.slow
 
@@ -71,10 +71,8 @@ def test_resize_one_to_two_atoms_resumes_from_the_checkpoint_at_the_same_step(tm
     proc = hpcsched("run", str(spec), "--run-dir", str(run))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     recs = records(run)
-    resize = next(r for r in recs if isinstance(r, StopRequested) and r.intent == "resize")
+    resize, exited, relaunch = first_resize(recs)
     assert resize.atoms == 2
-    exited = next(r for r in recs if isinstance(r, Exited) and r.t >= resize.t)
-    relaunch = next(r for r in recs if isinstance(r, Launched) and r.t >= exited.t)
     assert exited.outcome == "checkpointed" and relaunch.reason == "resize"
     assert len(relaunch.atoms) == 2 and relaunch.from_step == exited.step
     lines = reports(run, "t0000")

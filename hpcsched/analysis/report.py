@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hpcsched.argtypes import positive_int
 from hpcsched.errors import RunDirError, UserError
 
 if TYPE_CHECKING:
@@ -246,7 +247,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None, help="where to write the report (default: DIR/report)")
     parser.add_argument("--mode", choices=("max", "min"), default=None,
                         help="how scores compare (default: from the run's spec/result, else inferred)")
-    parser.add_argument("--max-gantt-trials", type=_positive_int, default=300,
+    parser.add_argument("--max-gantt-trials", type=positive_int, default=300,
                         help="Gantt rows at most: the trials with the most atom-time (default 300)")
 
 
@@ -258,14 +259,6 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 # ---------------------------------------------------------------- formatting
