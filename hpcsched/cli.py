@@ -78,7 +78,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from hpcsched.simulate import default_jobs, means_table, simulate_experiment
+    from hpcsched.analysis.simulation import means_table
+    from hpcsched.simulate import default_jobs, simulate_experiment
     from hpcsched.spec import load_experiment
 
     experiment = load_experiment(args.spec)

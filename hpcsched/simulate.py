@@ -160,17 +160,6 @@ def simulate_experiment(experiment: Experiment, seeds: list[int], out: Path | No
     return frame
 
 
-def means_table(frame: pd.DataFrame, matrix_keys: tuple[str, ...] = ()) -> pd.DataFrame:
-    """Mean and sd of best_score (and means of the rest) per matrix cell and variant."""
-    keys = [k for k in matrix_keys if k in frame.columns] + ["variant"]
-    grouped = frame.groupby(keys, sort=False)
-    table = grouped.agg(best_score=("best_score", "mean"), best_sd=("best_score", "std"),
-                        oracle_score=("oracle_score", "mean"), regret=("regret", "mean"),
-                        trials_started=("trials_started", "mean"), resizes=("resizes", "mean"),
-                        seeds=("seed", "count"))
-    return table.reset_index()
-
-
 def safe_name(text: str) -> str:
     """A cell or variant label as a folder name."""
     return "".join(c if c.isalnum() or c in "-_.=," else "_" for c in text)
