@@ -22,6 +22,16 @@ from hpcsched.errors import RunDirError
 JOURNAL = "events.jsonl"
 
 
+def privacy_problem(path: Path) -> str | None:
+    """Why ``path`` is not private to the current user (None when it is)."""
+    st = Path(path).stat()
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"belongs to uid {st.st_uid}, not to you"
+    if st.st_mode & 0o022:
+        return f"writable by group or others (mode {oct(st.st_mode & 0o777)})"
+    return None
+
+
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path).absolute()
@@ -77,12 +87,9 @@ class RunDir:
 
     def check_private(self) -> None:
         """Pickles and code are loaded from here: only its owner may write to it."""
-        st = self.path.stat()
-        if hasattr(os, "getuid") and st.st_uid != os.getuid():
-            raise RunDirError(f"{self.path}: belongs to uid {st.st_uid}, not to you")
-        if st.st_mode & 0o022:
-            raise RunDirError(f"{self.path}: writable by group or others (mode {oct(st.st_mode & 0o777)}); "
-                              f"run 'chmod 700 {self.path}'")
+        problem = privacy_problem(self.path)
+        if problem:
+            raise RunDirError(f"{self.path}: {problem}; run 'chmod 700 {self.path}' if it is yours")
 
     # ------------------------------------------------------------ files
 

@@ -82,8 +82,6 @@ class RunState:
         self.best_score: float | None = None
         self.best_trial: str | None = None
         self.best_step: int | None = None
-        self.best_checkpointed: tuple[float, str, int, str] | None = None  # (score, trial, step, file)
-        self.resumes: list[ControllerResumed] = []
         self.entrance_closed_at: float | None = None
         self.resizes = 0
         self.promotions = 0
@@ -176,8 +174,6 @@ class RunState:
             t.checkpoint_step = max(t.checkpoint_step, r.step)
             if self.better(r.score, t.best_checkpoint_score):
                 t.best_checkpoint, t.best_checkpoint_score, t.best_checkpoint_step = r.checkpoint, r.score, r.step
-            if self.best_checkpointed is None or self.better(r.score, self.best_checkpointed[0]):
-                self.best_checkpointed = (r.score, r.trial, r.step, r.checkpoint)
 
     def _stop_requested(self, r: StopRequested) -> None:
         t = self.trials[r.trial]
@@ -223,7 +219,6 @@ class RunState:
             raise ValueError("controller resumed while trials were still live")
         self.pool = AtomPool(r.atom_ids)
         self.finished = None
-        self.resumes.append(r)
 
     def _entrance_closed(self, r: EntranceClosed) -> None:
         self.entrance_closed_at = r.t

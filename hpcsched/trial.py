@@ -117,12 +117,11 @@ def load_payload(path: Path) -> Any:
 
 def check_private(run_dir: Path) -> None:
     """Refuse to unpickle from a run directory that others can write to."""
-    st = run_dir.stat()
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        raise PermissionError(f"{run_dir} belongs to uid {st.st_uid}, not to you: refusing to load from it")
-    if st.st_mode & 0o022:
-        raise PermissionError(f"{run_dir} is writable by group or others (mode {oct(st.st_mode & 0o777)}): "
-                              f"refusing to load from it")
+    from hpcsched.rundir import privacy_problem
+
+    problem = privacy_problem(run_dir)
+    if problem:
+        raise PermissionError(f"{run_dir}: {problem}: refusing to load from it")
 
 
 class TrialContext:
@@ -255,19 +254,14 @@ class TrialContext:
 
 def _best_so_far(scores: Path, mode: str) -> tuple[float | None, int | None]:
     """The best checkpointed report of earlier launches (so pruning keeps it)."""
+    from hpcsched.executors.scores import ScoresReader
+
     best, best_step = None, None
-    if not scores.exists():
-        return best, best_step
-    with open(scores, encoding="utf-8") as f:
-        for line in f:
-            try:
-                data = json.loads(line)
-            except ValueError:
-                continue
-            if data.get("kind") == "report" and data.get("checkpoint"):
-                s = data["score"]
-                if best is None or (s > best if mode == "max" else s < best):
-                    best, best_step = s, data["step"]
+    for data in ScoresReader(scores, None).read():
+        if data.get("kind") == "report" and data.get("checkpoint"):
+            s = data["score"]
+            if best is None or (s > best if mode == "max" else s < best):
+                best, best_step = s, data["step"]
     return best, best_step
 
 

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from submitit.core import core, utils
 
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
-from hpcsched.executors.scores import ScoresReader, read_all
+from hpcsched.executors.scores import ScoresReader
 from hpcsched.trial import TrialLaunch, run_trial
 
 SIGNAL_REPEAT_S = 1.0  # re-send a stop signal this often until the trial exits
@@ -220,8 +220,8 @@ class ProcessExecutor:
         now = self.clock.now()
         events: list[Event] = []
         checkpoint_step = from_step
-        for line in read_all(self.settings.run_dir / "trials" / trial_id / "scores.jsonl"):
-            if line.get("launch") != launch_id or line.get("kind") != "report":
+        for line in ScoresReader(self.settings.run_dir / "trials" / trial_id / "scores.jsonl", launch_id).read():
+            if line.get("kind") != "report":
                 continue
             if line.get("checkpoint"):
                 checkpoint_step = max(checkpoint_step, int(line["step"]))
@@ -294,14 +294,13 @@ class ProcessExecutor:
 
     def _exit_event(self, launch: _Launch, codes: list[int | None], now: float) -> TrialExit:
         trial_id = launch.request.trial_id
-        result = _load_result(launch.folder, launch.launch.launch_id)
         if launch.killed and launch.stop_requested_at is not None:
             return TrialExit(trial_id, now, "checkpointed", launch.checkpoint_step)
+        result = _load_result(launch.folder, launch.launch.launch_id)
         if result is None:
-            how = ", ".join(_describe_code(c) for c in codes)
             tail = _tail(launch.folder, launch.launch.launch_id)
             return TrialExit(trial_id, now, "errored", launch.checkpoint_step,
-                             f"process ended without a result ({how}){tail}")
+                             f"process ended without a result ({_describe_codes(codes)}){tail}")
         return _classify(trial_id, now, result, launch.checkpoint_step, _describe_codes(codes),
                          launch.folder, launch.launch.launch_id)
 

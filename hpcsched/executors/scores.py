@@ -9,9 +9,10 @@ from typing import Any
 
 
 class ScoresReader:
-    """Yields the new complete lines of one launch; a partial last line waits for the next read."""
+    """Yields the new complete lines of one launch (``launch_id``; None: of every launch);
+    a partial last line waits for the next read."""
 
-    def __init__(self, path: Path, launch_id: str, offset: int = 0):
+    def __init__(self, path: Path, launch_id: str | None, offset: int = 0):
         self.path = Path(path)
         self.launch_id = launch_id
         self.offset = offset
@@ -38,24 +39,7 @@ class ScoresReader:
                 line = json.loads(raw)
             except ValueError:
                 continue  # a corrupted line: skip it, the next ones still count
-            if isinstance(line, dict) and line.get("launch") == self.launch_id:
+            if isinstance(line, dict) and (self.launch_id is None or line.get("launch") == self.launch_id):
                 lines.append(line)
         return lines
 
-
-def read_all(path: Path) -> list[dict[str, Any]]:
-    """Every parsable line of a scores file (for recovery and analysis)."""
-    out = []
-    try:
-        with open(path, "rb") as f:
-            for raw in f:
-                if raw.endswith(b"\n"):
-                    try:
-                        line = json.loads(raw)
-                    except ValueError:
-                        continue
-                    if isinstance(line, dict):
-                        out.append(line)
-    except FileNotFoundError:
-        pass
-    return out
