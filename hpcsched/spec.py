@@ -22,10 +22,14 @@ from hpcsched.errors import SpecError
 from hpcsched.scaling import Scaling, named_scaling, parse_scaling
 from hpcsched.space import Space, parse_space
 
-SCHEDULER_KINDS = ("asha", "hypersched")
+SCHEDULER_KINDS = ("asha", "hypersched", "random", "one_epoch")
 ALLOCATION_POLICIES = ("uniform", "top_job", "none")
 WORKLOAD_KINDS = ("synthetic", "trace")
+RUNG_TRUST = ("learned", "fixed")
+RETROSPECTIVE = ("current", "all")
+AFTER_CLOSE = ("finish", "paper")
 _HYPERSCHED_ONLY = ("speculative", "entrance", "allocation", "overhead_aware", "scaling", "backfill",
+                    "rung_trust", "retrospective", "after_close",
                     "allocation_grid", "resize_margin", "resize_cooldown", "startup_quantile",
                     "startup_estimate", "max_atoms_per_trial", "profile")
 _ASHA_ONLY = ("atoms_per_trial",)
@@ -49,7 +53,10 @@ class SchedulerSpec:
     atoms_per_trial: int = 1
     # HyperSched
     speculative: bool = True
-    entrance: str | float = "adaptive"  # adaptive | none | fraction of the deadline spent exploring
+    rung_trust: str = "learned"  # learned: cutoffs scaled by each rung's learned trust | fixed: the paper's
+    retrospective: str = "current"  # current: compare on the highest rung passed | all: every rung (paper)
+    entrance: str | float = "deadline"  # deadline | adaptive (paper) | none | fraction of the deadline
+    after_close: str = "finish"  # finish: finalists trained to the end | paper: cutoffs and backfill only
     allocation: str = "uniform"  # uniform | top_job | none
     overhead_aware: bool = True
     scaling: Scaling = field(default_factory=lambda: named_scaling("linear"))
@@ -321,6 +328,8 @@ def _parse_scheduler(raw: Mapping, path: str, problems: list[str], base_dir: Pat
     eta = s.take("eta", _number_at_least(2), default=d.eta)
     values: dict[str, Any] = {}
     for key, parse in (("atoms_per_trial", _int_at_least(1)), ("speculative", _bool),
+                       ("rung_trust", _one_of(*RUNG_TRUST)), ("retrospective", _one_of(*RETROSPECTIVE)),
+                       ("after_close", _one_of(*AFTER_CLOSE)),
                        ("entrance", _entrance), ("allocation", _one_of(*ALLOCATION_POLICIES)),
                        ("overhead_aware", _bool), ("backfill", _bool), ("scaling", lambda v: _scaling(v, f"{path}.scaling", problems)),
                        ("allocation_grid", _int_at_least(1)), ("resize_margin", _number_at_least(0)),
@@ -342,7 +351,8 @@ def _parse_scheduler(raw: Mapping, path: str, problems: list[str], base_dir: Pat
     wrong_kind = _ASHA_ONLY if kind == "hypersched" else _HYPERSCHED_ONLY
     for key in wrong_kind:
         if key in raw:
-            problems.append(f"{path}.{key}: only for kind {'asha' if kind == 'hypersched' else 'hypersched'}, "
+            owners = "hypersched" if kind != "hypersched" else "asha, random or one_epoch"
+            problems.append(f"{path}.{key}: only for kind {owners}, "
                             f"not for kind {kind!r} (got {raw[key]!r})")
     if isinstance(r, int) and isinstance(R, int) and r > R:
         problems.append(f"{path}.r: must be <= R ({R}), got {r}")
@@ -614,11 +624,11 @@ def _positive_duration(value: Any) -> float:
 
 
 def _entrance(value: Any) -> str | float:
-    if isinstance(value, str) and value.strip().lower() in ("adaptive", "none"):
+    if isinstance(value, str) and value.strip().lower() in ("deadline", "adaptive", "none"):
         return value.strip().lower()
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
         return float(value)
-    raise ValueError(f"expected adaptive, none, or the fraction of the deadline spent exploring (0 < f <= 1), "
+    raise ValueError(f"expected deadline, adaptive, none, or the fraction of the deadline spent exploring (0 < f <= 1), "
                      f"got {value!r}")
 
 

@@ -16,7 +16,7 @@ def _closes(h) -> bool:
 
 def test_adaptive_entrance_bound_by_R_times_step_time():
     # one trial, one atom, one step per second: T_a = 1, T' = k at step k
-    h = Harness(atoms=1, deadline=30.0, kind="hypersched", r=100, R=20, eta=4)
+    h = Harness(atoms=1, deadline=30.0, kind="hypersched", r=100, R=20, eta=4, entrance="adaptive")
     h.start("a")
     for k in range(1, 11):
         h.report("a", k, 0.1 * k, t=float(k))
@@ -26,7 +26,7 @@ def test_adaptive_entrance_bound_by_R_times_step_time():
 
 
 def test_adaptive_entrance_bound_by_eta_times_longest_trial():
-    h = Harness(atoms=1, deadline=30.0, kind="hypersched", r=100, R=1000, eta=4)
+    h = Harness(atoms=1, deadline=30.0, kind="hypersched", r=100, R=1000, eta=4, entrance="adaptive")
     h.start("a")
     for k in range(1, 7):
         h.report("a", k, 0.1, t=float(k))
@@ -50,7 +50,8 @@ def test_fixed_fraction_entrance_and_none():
 
 
 def test_closed_entrance_starts_and_promotes_nothing():
-    h = Harness(atoms=4, deadline=100.0, kind="hypersched", r=1, R=50, eta=4, allocation="none")
+    h = Harness(atoms=4, deadline=100.0, kind="hypersched", r=1, R=50, eta=4, allocation="none",
+                after_close="paper", rung_trust="fixed")  # the paper's rules after the close
     for name in "abc":
         h.start(name)
     for name, s in [("a", 0.9), ("b", 0.8)]:

@@ -54,7 +54,7 @@ def test_sim_spec_loads(name):
 def test_study_specs_set_what_the_study_varies():
     entrance = load_experiment(SIM / "entrance.yaml")
     assert {v.name: v.scheduler.entrance for v in entrance.spec.variants if v.scheduler.kind == "hypersched"} == \
-        {"hypersched": "adaptive", "fixed-0.25": 0.25, "fixed-0.5": 0.5, "fixed-0.75": 0.75, "no-entrance": "none"}
+        {"hypersched": "deadline", "adaptive": "adaptive", "fixed-0.25": 0.25, "fixed-0.5": 0.5, "fixed-0.75": 0.75, "no-entrance": "none"}
     allocation = load_experiment(SIM / "allocation.yaml")
     for cell in allocation.cells:
         for v in cell.spec.variants:
@@ -97,7 +97,7 @@ def test_regenerate_runs_end_to_end_and_is_deterministic(tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     _regenerate(first, "--only", "entrance")
     frame = pd.read_csv(first / "entrance.csv")
-    assert len(frame) == 6 and set(frame["variant"]) >= {"asha", "hypersched", "no-entrance"}
+    assert len(frame) == 7 and set(frame["variant"]) >= {"asha", "hypersched", "adaptive", "no-entrance"}
     png = (first / "entrance.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
     readme = (first / "README.md").read_text()

@@ -39,7 +39,7 @@ def test_all_problems_collected_each_naming_path_and_value():
            "resources": {"atoms": 0}, "deadline": "soon", "max_trials": -1, "extra": True}
     problems = _problems(raw)
     for expected in ["scheduler.eta: must be >= 2, got 1",
-                     "scheduler.entrance: expected adaptive, none, or the fraction",
+                     "scheduler.entrance: expected deadline, adaptive, none, or the fraction",
                      "scheduler.allocation: expected one of uniform, top_job, none, got 'greedy'",
                      "scheduler.bogus: unknown key; valid keys:",
                      "scheduler.r: must be <= R (50), got 60",

@@ -7,7 +7,7 @@ from hpcsched.spec import SchedulerSpec
 
 
 def make_scheduler(spec: SchedulerSpec, mode: str) -> Scheduler:
-    """The policy named by ``spec.kind`` (asha | hypersched)."""
+    """The policy named by ``spec.kind`` (asha | hypersched | random | one_epoch)."""
     if spec.kind == "asha":
         from hpcsched.schedulers.asha import ASHA
 
@@ -16,4 +16,12 @@ def make_scheduler(spec: SchedulerSpec, mode: str) -> Scheduler:
         from hpcsched.schedulers.hypersched import HyperSched
 
         return HyperSched(spec, mode)
+    if spec.kind == "random":
+        from hpcsched.schedulers.baselines import RandomSearch
+
+        return RandomSearch(spec, mode)
+    if spec.kind == "one_epoch":
+        from hpcsched.schedulers.baselines import OneEpoch
+
+        return OneEpoch(spec, mode)
     raise ValueError(f"unknown scheduler kind {spec.kind!r}")

@@ -4,8 +4,17 @@ Mechanisms, each a switch of SchedulerSpec so the paper's ablations are configur
 - speculative evaluation: a first arrival at a rung continues; a trial whose recorded score
   at any passed rung falls below that rung's (1 - 1/eta) cutoff is paused (retrospective).
   ``speculative: false`` uses ASHA's rungs instead.
-- entrance policy: stop starting and promoting trials once
-  time_left < min(R * T_a, eta * T') (adaptive), after a fixed fraction of the deadline, or never.
+- rung trust (``rung_trust: learned``, our addition; ``fixed`` is the paper): a rung's cutoff
+  quantile is (1 - 1/eta) times the trust learned online in how well that rung's ranking predicts
+  the end (schedulers/trust.py); ``retrospective: current`` compares a trial on the highest rung
+  it passed, ``all`` (the paper) on every rung.
+- entrance policy: ``deadline`` (our addition, schedulers/finish.py) stops exploring when the
+  best candidates would no longer reach R by the deadline (or at once when none can);
+  ``adaptive`` (the paper) once time_left < min(R * T_a, eta * T'); a fixed fraction; or never.
+- after the entrance closed, ``after_close: finish`` (our addition) pauses nothing at rungs,
+  swaps paused finalists in for live trials that rank below them, and gives free atoms to
+  growth, then to the best paused candidates, then (backfill) to new trials; ``paper`` keeps
+  the rung cutoffs and only backfills.
 - dynamic allocation: every live trial keeps one atom, spare atoms go round-robin in score
   order (uniform) or to the best trial (top_job); a trial grows only when the overhead-aware
   test H'·(T − T_o) > (1 + margin)·H·T passes under the believed scaling; T_o is a quantile of
@@ -25,8 +34,13 @@ from hpcsched.records import EntranceClosed, Exited, Launched, Record, Reported,
 from hpcsched.schedulers.allocation import allowed_size, target_atoms, worth_resizing
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial,
                                            Situation, StartTrial, StopTrial)
-from hpcsched.schedulers.rungs import Rung, SpeculativeBracket, TopFractionBracket
+from hpcsched.schedulers.finish import Candidate, FinishPlan, allocation_sizes, plan_finish
+from hpcsched.schedulers.rungs import Rung, SpeculativeBracket, TopFractionBracket, milestones
 from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
+from hpcsched.schedulers.trust import RungTrust
+
+NO_LEVEL = -1  # a trial that has not reached the first rung
+TRUST_FULL = 0.5  # rung trust from which a rung pauses as many as successive halving does
 from hpcsched.spec import SchedulerSpec
 from hpcsched.state import TrialView
 
@@ -35,7 +49,19 @@ class HyperSched:
     def __init__(self, spec: SchedulerSpec, mode: str = "max"):
         self.spec = spec
         self.sign = 1.0 if mode == "max" else -1.0
-        self.bracket = (SpeculativeBracket if spec.speculative else TopFractionBracket)(spec.r, spec.R, spec.eta)
+        levels = len(milestones(spec.r, spec.R, spec.eta))
+        self.trust = RungTrust(levels)
+        quantile = self._cutoff_quantile if spec.rung_trust == "learned" else None
+        if spec.speculative:
+            self.bracket = SpeculativeBracket(spec.r, spec.R, spec.eta, quantile,
+                                              current_only=spec.retrospective == "current")
+        else:
+            self.bracket = TopFractionBracket(spec.r, spec.R, spec.eta, quantile)
+        self._levels = levels
+        # finalist candidates (live or paused, not done), ranked per highest rung level reached
+        self._by_level = [Ranking() for _ in range(levels + 1)]  # index level + 1
+        self._level: dict[str, int] = {}
+        self._steps: dict[str, int] = {}
         self.scaling = spec.scaling
         self.closed = False
         self._live: dict[str, int] = {}  # launching/running trials (not stopping) -> atoms
@@ -46,6 +72,9 @@ class HyperSched:
         self._pause_rung: dict[str, Rung] = {}
         self._reported: dict[str, int] = {}  # trials that reported since the last decide -> reports since launch
         self._shrinking: set[str] = set()
+        self._stopping: set[str] = set()  # asked to stop, not exited yet
+        self._finalists: set[str] = set()  # after the entrance closed: trials the plan trains to R
+        self._share = 1.0  # finalists per atom's worth, fixed when the entrance closes
         self._idle_resumed: set[str] = set()  # resumed only because nothing else could use the atoms
         self._startups = RunningQuantile(spec.startup_quantile)  # O(log n) per launch, not O(n)
         self._single_atom_step_times = RunningQuantile(0.5)  # grows with every report
@@ -71,17 +100,21 @@ class HyperSched:
             self.bracket.unpause(record.trial)
         elif isinstance(record, StopRequested):
             self._forget_live(record.trial)
+            self._stopping.add(record.trial)
             if record.intent != "resize":  # a resized trial keeps its idle-time exemption
                 self._idle_resumed.discard(record.trial)
             if record.intent == "resize" and record.atoms < (trial.atoms if trial else 0):
                 self._shrinking.add(record.trial)
         elif isinstance(record, Exited):
             self._forget_live(record.trial)
+            self._stopping.discard(record.trial)
             self._shrinking.discard(record.trial)
             rung = self._pause_rung.pop(record.trial, None)
             if rung is not None and trial is not None and trial.status == "paused" \
-                    and (self.spec.backfill or not self.closed):
+                    and (self.spec.backfill or not self.closed or self._finishing):
                 self.bracket.pause_at(record.trial, rung)
+            if trial is not None and trial.status != "paused":
+                self._drop_candidate(record.trial)
         elif isinstance(record, EntranceClosed):
             self.closed = True
 
@@ -95,14 +128,71 @@ class HyperSched:
         score = self.sign * record.score
         self._ranking.set(record.trial, score)
         if record.step >= self.spec.R:
+            self._learn_final(record.trial, score)
+            self._drop_candidate(record.trial)
             self._verdicts[record.trial] = StopTrial(record.trial, "max_steps")
             return
         rung = self.bracket.evaluate(record.trial, record.step, score)
+        self._track_level(record.trial, record.step, score)
+        if self.closed and self._finishing and record.trial in self._finalists:
+            rung = None  # rung cutoffs no longer throw away a finalist's training
         if rung is not None and record.trial not in self._idle_resumed:
             self._pause_rung[record.trial] = rung
             self._verdicts[record.trial] = PauseTrial(record.trial, f"rung {rung.milestone}")
         else:
             self._reported[record.trial] = trial.reports_since_launch if trial else 0
+
+    # ------------------------------------------------------------ candidates and rung trust
+
+    @property
+    def _finishing(self) -> bool:
+        return self.spec.after_close == "finish"
+
+    def _cutoff_quantile(self, level: int) -> float:
+        """A rung's cutoff quantile: successive halving's (1 - 1/eta), scaled by the trust in the rung."""
+        return (1.0 - 1.0 / self.spec.eta) * min(1.0, self.trust.trust(level) / TRUST_FULL)
+
+    def _rung(self, level: int) -> Rung:
+        return self.bracket.rungs[self._levels - 1 - level]
+
+    def _track_level(self, trial_id: str, step: int, score: float) -> None:
+        """File the trial among the candidates by the highest rung it recorded; learn rung pairs."""
+        self._steps[trial_id] = max(step, self._steps.get(trial_id, 0))
+        before = self._level.get(trial_id, NO_LEVEL)
+        level = before
+        while level + 1 < self._levels and trial_id in self._rung(level + 1).recorded:
+            level += 1
+            if level >= 1:
+                self._learn_link(trial_id, level - 1, self._rung(level).recorded[trial_id])
+        if level != before:
+            self._by_level[before + 1].discard(trial_id)
+            self._level[trial_id] = level
+        key = score if level == NO_LEVEL else self._rung(level).recorded[trial_id]
+        if level != before or level == NO_LEVEL or trial_id not in self._by_level[level + 1]:
+            self._by_level[level + 1].set(trial_id, key)
+
+    def _learn_final(self, trial_id: str, score: float) -> None:
+        """A trial reached R: pair its score with the one it recorded at the top rung."""
+        if self._levels:
+            self._learn_link(trial_id, self._levels - 1, score)
+
+    def _learn_link(self, trial_id: str, level: int, upper: float) -> None:
+        rung = self._rung(level)
+        lower = rung.recorded.get(trial_id)
+        if lower is not None and len(rung) > 1:
+            self.trust.add_pair(level, 1.0 - rung.rank(lower) / (len(rung) - 1), upper)
+
+    def _drop_candidate(self, trial_id: str) -> None:
+        level = self._level.pop(trial_id, NO_LEVEL)
+        self._by_level[level + 1].discard(trial_id)
+        self._steps.pop(trial_id, None)
+
+    def candidates_best_first(self):
+        """Trials that could still be trained to R, best first: highest rung reached, then the
+        score recorded there (trials below the first rung by their last score)."""
+        for ranking in reversed(self._by_level):
+            for trial_id, _ in ranking.best_first():
+                yield trial_id
 
     def _forget_live(self, trial_id: str) -> None:
         self._live_atoms -= self._live.pop(trial_id, 0)
@@ -139,6 +229,17 @@ class HyperSched:
         entrance = self.spec.entrance
         if entrance == "none":
             return None
+        if entrance == "deadline":
+            plan = self.finish_plan(situation)
+            if plan is None:
+                return None
+            if not plan.fits:
+                return (f"fidelity-limited: no {plan.atoms_each}-atom finalist reaches R={self.spec.R} "
+                        f"in the {situation.time_left:.4g} s left")
+            if situation.time_left - plan.need <= self._plan_slack():
+                return (f"time left {situation.time_left:.4g} s ~ {plan.need:.4g} s to train the best "
+                        f"{len(plan.finalists)} to R={self.spec.R} on {plan.atoms_each} atom(s) each")
+            return None
         if entrance == "adaptive":
             budget = self.exploration_budget()
             if situation.time_left < budget:
@@ -148,6 +249,46 @@ class HyperSched:
         if spent >= float(entrance) * (situation.deadline - situation.started_at):
             return f"explored for {entrance:g} of the deadline"
         return None
+
+    def _plan_slack(self) -> float:
+        """Close this long before a plan stops fitting: one step on one atom (decisions come per report)."""
+        return self._single_atom_step_times.value() or 0.0
+
+    def finish_plan(self, situation: Situation) -> FinishPlan | None:
+        """The plan that trains the best candidates to R by the deadline (None before a step was
+        measured, or while even a fresh trial on the smallest allocation would fit with room to spare)."""
+        step_time = self._single_atom_step_times.value()
+        if step_time is None:
+            return None
+        cap = 1 if self.spec.allocation == "none" else self._cap(situation.total_atoms)  # finalists never grow
+        startup = self.startup_estimate
+        smallest = allocation_sizes(cap, self.spec.allocation_grid)[0]
+        if not self.closed and situation.time_left > startup + self.spec.R * step_time / self.scaling.rate(smallest) \
+                + self._plan_slack():
+            return None  # O(1) for most of the exploration
+        ranked: list[Candidate] = []
+        for trial_id in self.candidates_best_first():
+            if len(ranked) >= situation.total_atoms:
+                break
+            ranked.append(Candidate(trial_id, self._steps.get(trial_id, 0), self._live.get(trial_id, 0)))
+        args = (ranked, situation.total_atoms, cap, self.spec.allocation_grid, self.spec.R, step_time,
+                self.scaling, startup, situation.time_left)
+        share = self._share if self.closed else self._finalist_share(ranked)
+        plan = plan_finish(*args, share=share)
+        if not plan.fits and share < 1.0:
+            plan = plan_finish(*args)  # fidelity-limited: every atom trains a finalist
+        if not self.closed:
+            self._share = share if plan.fits else 1.0  # kept once the entrance closes
+        return plan
+
+    def _finalist_share(self, ranked: list[Candidate]) -> float:
+        """How many finalists, as a share of the atoms: 1 - the trust in the rung that ranks the best
+        candidate (all atoms when it has reached no rung); the other atoms go on exploring."""
+        if not ranked or ranked[0].trial_id is None or self.spec.rung_trust != "learned":
+            return 1.0
+        level = self._level.get(ranked[0].trial_id, NO_LEVEL)
+        trust = 0.0 if level == NO_LEVEL else self.trust.trust(level)
+        return max(1e-9, 1.0 - trust)
 
     # ------------------------------------------------------------ deciding
 
@@ -167,6 +308,8 @@ class HyperSched:
             pass  # a trial started now would not finish starting before the deadline
         elif not self.closed:
             free = self._explore(situation, free, out)
+        elif self._finishing:
+            free = self._finish(situation, free, out)
         elif self.spec.backfill and free > 0:
             spare = free - self._growth_demand(situation.total_atoms)
             if spare > 0:
@@ -178,6 +321,68 @@ class HyperSched:
             self._resume_idle(free, out)
         self._reported.clear()
         return out
+
+    def _finish(self, situation: Situation, free: int, out: list[Decision]) -> int:
+        """After the entrance closed: finalists first (paused ones swapped in for live trials that
+        rank below them), then growth, then the best other candidates, then (backfill) new trials."""
+        plan = self.finish_plan(situation)
+        finalists = self._finalists = set(plan.ids) if plan is not None else set()
+        leaving = {d.trial_id for d in out if isinstance(d, (PauseTrial, StopTrial))}
+        paused_finalists = [t for t in (plan.ids if plan else ()) if t not in self._live and t not in leaving
+                            and not t in self._stopping]
+        for trial_id in paused_finalists:
+            if free >= 1:
+                self.bracket.unpause(trial_id)
+                out.append(ResumeTrial(trial_id, 1))
+                free -= 1
+                continue
+            victim = self._swap_victim(trial_id, finalists, leaving)
+            if victim is None:
+                break
+            out.append(PauseTrial(victim, f"make room for finalist {trial_id}"))
+            leaving.add(victim)
+        spare = free - self._growth_demand(situation.total_atoms)
+        if spare <= 0:
+            return free
+        if plan is not None and len(plan.finalists) < situation.total_atoms // plan.atoms_each:
+            return free - spare + self._explore(situation, spare, out, make_room=False)  # the rest explore
+        used = 0
+        for trial_id in self.candidates_best_first():
+            if used >= spare:
+                break
+            if trial_id in self._live or trial_id in leaving or trial_id in paused_finalists \
+                    or trial_id in self._stopping:
+                continue
+            self.bracket.unpause(trial_id)
+            out.append(ResumeTrial(trial_id, 1))
+            used += 1
+        trials_left = situation.trials_left
+        while self.spec.backfill and used < spare and (trials_left is None or trials_left > 0):
+            out.append(StartTrial(1))
+            trials_left = None if trials_left is None else trials_left - 1
+            used += 1
+        return free - used
+
+    def _swap_victim(self, finalist: str, finalists: set[str], leaving: set[str]) -> str | None:
+        """The live trial to pause for a paused ``finalist``: the lowest-ranked live non-finalist,
+        if the finalist reached a higher rung than it, or the same rung and that rung is trusted."""
+        level = self._level.get(finalist, NO_LEVEL)
+        worst = None
+        for trial_id in self._live:
+            if trial_id in finalists or trial_id in leaving or trial_id in self._grown:
+                continue
+            other = self._level.get(trial_id, NO_LEVEL)
+            if other > level or (other == level and (level == NO_LEVEL or self.trust.trust(level) < 0.5)):
+                continue
+            if worst is None or (other, self._ranking_key(trial_id)) < (self._level.get(worst, NO_LEVEL),
+                                                                         self._ranking_key(worst)):
+                worst = trial_id
+        return worst
+
+    def _ranking_key(self, trial_id: str) -> float:
+        level = self._level.get(trial_id, NO_LEVEL)
+        ranking = self._by_level[level + 1]
+        return -ranking.rank(trial_id) if trial_id in ranking else -math.inf
 
     def _resume_idle(self, free: int, out: list[Decision]) -> None:
         """Nothing runs, nothing may start: rather than end early, resume the best paused trials.

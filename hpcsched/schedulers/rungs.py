@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from typing import Callable
 
 
 def milestones(r: int, R: int, eta: float) -> tuple[int, ...]:
@@ -26,9 +27,10 @@ def milestones(r: int, R: int, eta: float) -> tuple[int, ...]:
 class Rung:
     """Scores recorded at one milestone and the trials paused there."""
 
-    def __init__(self, milestone: int, eta: float):
+    def __init__(self, milestone: int, eta: float, level: int = 0):
         self.milestone = milestone
         self.eta = eta
+        self.level = level  # 0 for the lowest rung
         self.recorded: dict[str, float] = {}
         self._sorted: list[float] = []
         self._paused: list[tuple[float, int, str]] = []  # (-score, seq, trial), best first
@@ -47,12 +49,13 @@ class Rung:
         bisect.insort(self._sorted, score)
         return score, True
 
-    def cutoff(self, min_count: int = 2) -> float | None:
-        """The (1 - 1/eta) quantile of recorded scores (linear interpolation), None below min_count."""
+    def cutoff(self, min_count: int = 2, quantile: float | None = None) -> float | None:
+        """The ``quantile`` (default 1 - 1/eta) of recorded scores (linear interpolation), None below min_count."""
         n = len(self._sorted)
         if n < min_count or n == 0:
             return None
-        pos = (1.0 - 1.0 / self.eta) * (n - 1)
+        q = (1.0 - 1.0 / self.eta) if quantile is None else quantile
+        pos = q * (n - 1)
         lo = int(pos)
         hi = min(lo + 1, n - 1)
         s = self._sorted
@@ -62,9 +65,10 @@ class Rung:
         """How many recorded scores are strictly better than ``score``."""
         return len(self._sorted) - bisect.bisect_right(self._sorted, score)
 
-    def in_top_fraction(self, score: float) -> bool:
-        """ASHA's test: among the best floor(n / eta) recorded scores."""
-        return self.rank(score) < int(len(self._sorted) / self.eta)
+    def in_top_fraction(self, score: float, keep: float | None = None) -> bool:
+        """ASHA's test: among the best floor(n * keep) recorded scores (keep defaults to 1 / eta)."""
+        keep = 1.0 / self.eta if keep is None else keep
+        return self.rank(score) < int(len(self._sorted) * keep + 1e-9)
 
     # paused trials
     def add_paused(self, trial_id: str) -> None:
@@ -96,7 +100,8 @@ class Bracket:
     """The rungs of one successive-halving bracket, highest milestone first."""
 
     def __init__(self, r: int, R: int, eta: float):
-        self.rungs = tuple(Rung(m, eta) for m in reversed(milestones(r, R, eta)))
+        marks = milestones(r, R, eta)
+        self.rungs = tuple(Rung(m, eta, level) for level, m in reversed(list(enumerate(marks))))
         self.paused_at: dict[str, Rung] = {}
 
     def passed(self, step: int):
@@ -126,26 +131,46 @@ class Bracket:
 
 class SpeculativeBracket(Bracket):
     """HyperSched's rungs: a first arrival continues (speculative); a trial whose recorded score
-    at any passed rung falls below that rung's (1 - 1/eta) cutoff is paused (retrospective)."""
+    at a passed rung falls below that rung's cutoff is paused (retrospective).
+
+    ``quantile(level)`` gives each rung's cutoff quantile (default 1 - 1/eta, the paper's);
+    ``current_only`` compares a trial on the highest rung it passed instead of on every rung.
+    """
+
+    def __init__(self, r: int, R: int, eta: float, quantile: Callable[[int], float] | None = None,
+                 current_only: bool = False):
+        super().__init__(r, R, eta)
+        self.quantile = quantile or (lambda level: 1.0 - 1.0 / eta)
+        self.current_only = current_only
+
+    def _cutoff(self, rung: Rung) -> float | None:
+        return rung.cutoff(quantile=self.quantile(rung.level))
 
     def evaluate(self, trial_id: str, step: int, score: float) -> Rung | None:
         """Record the report; return the rung that says pause, or None to continue."""
         failed = None
         for rung in self.passed(step):
-            cut = rung.cutoff()  # before a first arrival is recorded, as the authors' code does
+            cut = self._cutoff(rung)  # before a first arrival is recorded, as the authors' code does
             recorded, _ = rung.record(trial_id, score)
             if failed is None and cut is not None and recorded < cut:
                 failed = rung
+            if self.current_only:
+                for lower in self.passed(rung.milestone - 1):  # record the rungs it jumped over
+                    lower.record(trial_id, score)
+                break
         return failed
 
     def first_failed(self, trial_id: str) -> Rung | None:
-        """The highest rung where the trial's recorded score is now below the cutoff."""
+        """The highest rung where the trial's recorded score is now below the cutoff
+        (with ``current_only``, only its highest recorded rung counts)."""
         for rung in self.rungs:
             recorded = rung.recorded.get(trial_id)
             if recorded is not None:
-                cut = rung.cutoff()
+                cut = self._cutoff(rung)
                 if cut is not None and recorded < cut:
                     return rung
+                if self.current_only:
+                    return None
         return None
 
     def best_promotable(self) -> str | None:
@@ -157,7 +182,7 @@ class SpeculativeBracket(Bracket):
         for rung in self.rungs:
             while rung.paused_count:
                 trial_id, score = next(rung.paused_best_first())
-                cut = rung.cutoff()
+                cut = self._cutoff(rung)
                 if cut is None or score < cut:
                     break
                 failed = self.first_failed(trial_id)
@@ -171,21 +196,34 @@ class SpeculativeBracket(Bracket):
 
 class TopFractionBracket(Bracket):
     """ASHA's rungs (promotion variant): at a rung a trial continues only if it is among the
-    best floor(n / eta) recorded there; a first arrival with too few peers is paused."""
+    best floor(n / eta) recorded there; a first arrival with too few peers is paused.
+
+    ``quantile(level)`` (optional) sets the fraction paused at each rung: a trial continues when
+    among the best floor(n * (1 - quantile)); the default quantile 1 - 1/eta is ASHA's.
+    """
+
+    def __init__(self, r: int, R: int, eta: float, quantile: Callable[[int], float] | None = None):
+        super().__init__(r, R, eta)
+        self.quantile = quantile
+
+    def _keep(self, rung: Rung) -> float | None:
+        return None if self.quantile is None else 1.0 - self.quantile(rung.level)
 
     def evaluate(self, trial_id: str, step: int, score: float) -> Rung | None:
         for rung in self.passed(step):
             if trial_id in rung.recorded:
                 continue
             recorded, _ = rung.record(trial_id, score)
-            return None if rung.in_top_fraction(recorded) else rung
+            for lower in self.passed(rung.milestone - 1):  # record the rungs it jumped over
+                lower.record(trial_id, score)
+            return None if rung.in_top_fraction(recorded, self._keep(rung)) else rung
         return None
 
     def best_promotable(self) -> str | None:
-        """Best paused trial now among the top floor(n / eta) of its rung, highest rung first."""
+        """Best paused trial now among the top fraction of its rung, highest rung first."""
         for rung in self.rungs:
             if rung.paused_count:
                 trial_id, score = next(rung.paused_best_first())
-                if rung.in_top_fraction(score):
+                if rung.in_top_fraction(score, self._keep(rung)):
                     return trial_id
         return None

@@ -1,0 +1,111 @@
+"""Baselines every quality table shows beside ASHA and HyperSched (DESIGN.md §8).
+
+- ``random``: random search, first in first out: every trial trains to R (or the end of its
+  curve) on ``atoms_per_trial`` atoms; a new trial starts whenever atoms are free.
+- ``one_epoch`` (Egele et al. 2023, "Is one epoch all you need?"): every configuration trains
+  r steps and pauses, until max(D - (R - r) * T_a, D / 2) has passed (T_a: measured seconds per
+  step on the trials' atoms); then the best paused trials by their step-r score train to R,
+  ``atoms / atoms_per_trial`` at a time.
+"""
+
+from __future__ import annotations
+
+from hpcsched.records import Exited, Launched, Record, Reported, StopRequested
+from hpcsched.schedulers.decisions import Decision, PauseTrial, ResumeTrial, Situation, StartTrial, StopTrial
+from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
+from hpcsched.spec import SchedulerSpec
+from hpcsched.state import TrialView
+
+
+class RandomSearch:
+    def __init__(self, spec: SchedulerSpec, mode: str = "max"):
+        self.spec = spec
+        self._live: set[str] = set()
+        self._verdicts: dict[str, Decision] = {}
+
+    def observe(self, record: Record, trial: TrialView | None) -> None:
+        if isinstance(record, Launched):
+            self._live.add(record.trial)
+        elif isinstance(record, Reported):
+            if record.trial in self._live and record.step >= self.spec.R:
+                self._verdicts[record.trial] = StopTrial(record.trial, "max_steps")
+        elif isinstance(record, (StopRequested, Exited)):
+            self._live.discard(record.trial)
+            self._verdicts.pop(record.trial, None)
+
+    def decide(self, situation: Situation) -> list[Decision]:
+        out: list[Decision] = list(self._verdicts.values())
+        self._verdicts.clear()
+        free, size, left = situation.free_atoms, self.spec.atoms_per_trial, situation.trials_left
+        while free >= size and (left is None or left > 0):
+            out.append(StartTrial(size))
+            left = None if left is None else left - 1
+            free -= size
+        return out
+
+
+class OneEpoch:
+    def __init__(self, spec: SchedulerSpec, mode: str = "max"):
+        self.spec = spec
+        self.sign = 1.0 if mode == "max" else -1.0
+        self._live: set[str] = set()
+        self._verdicts: dict[str, Decision] = {}
+        self._screened = Ranking()  # paused after r steps, by their step-r score
+        self._pausing: dict[str, float] = {}  # asked to pause after screening -> step-r score
+        self._step_times = RunningQuantile(0.5)
+        self.screening = True
+
+    def observe(self, record: Record, trial: TrialView | None) -> None:
+        if isinstance(record, Launched):
+            self._live.add(record.trial)
+            self._screened.discard(record.trial)
+        elif isinstance(record, Reported):
+            if trial is not None and trial.step_time is not None:
+                self._step_times.add(trial.step_time)
+            if record.trial not in self._live:
+                return
+            if record.step >= self.spec.R:
+                self._verdicts[record.trial] = StopTrial(record.trial, "max_steps")
+            elif self.screening and record.step >= self.spec.r:
+                self._verdicts[record.trial] = PauseTrial(record.trial, f"screened at step {record.step}")
+                self._pausing[record.trial] = self.sign * record.score
+        elif isinstance(record, StopRequested):
+            self._live.discard(record.trial)
+            self._verdicts.pop(record.trial, None)
+            if record.intent != "pause":
+                self._pausing.pop(record.trial, None)
+        elif isinstance(record, Exited):
+            self._live.discard(record.trial)
+            self._verdicts.pop(record.trial, None)
+            score = self._pausing.pop(record.trial, None)
+            if score is not None and trial is not None and trial.status == "paused":
+                self._screened.set(record.trial, score)
+
+    def switch_time(self, situation: Situation) -> float | None:
+        """When screening ends: max(D - (R - r) * T_a, D / 2) after the start (None before T_a is measured)."""
+        step_time = self._step_times.value()
+        if step_time is None:
+            return None
+        span = situation.deadline - situation.started_at
+        return situation.started_at + max(span - (self.spec.R - self.spec.r) * step_time, span / 2)
+
+    def decide(self, situation: Situation) -> list[Decision]:
+        out: list[Decision] = list(self._verdicts.values())
+        self._verdicts.clear()
+        if self.screening:
+            switch = self.switch_time(situation)
+            if switch is not None and situation.now >= switch:
+                self.screening = False
+        free, size, left = situation.free_atoms, self.spec.atoms_per_trial, situation.trials_left
+        while free >= size:
+            if self.screening and (left is None or left > 0):
+                out.append(StartTrial(size))
+                left = None if left is None else left - 1
+            elif not self.screening and len(self._screened):
+                best = self._screened.best()
+                self._screened.discard(best)
+                out.append(ResumeTrial(best, size))
+            else:
+                break
+            free -= size
+        return out

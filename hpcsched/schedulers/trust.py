@@ -1,0 +1,99 @@
+"""How far a rung's ranking predicts the end: rank correlations learned from the run's own trials.
+
+Link ``i`` joins rung level ``i`` to level ``i + 1`` (the last level is R itself: a trial that
+completed). Its estimate is the Spearman rank correlation of the scores that the same trials
+recorded at both levels. Only trials that passed the lower rung reach the upper one, so the
+pairs come from a restricted range of the lower rung; the correlation is corrected for that
+(Thorndike's case 2 on normal scores: each lower score is given as its percentile among all
+the scores recorded at that rung, mapped through the normal quantile function, whose spread
+over the whole rung is 1), then shrunk towards a prior while pairs are few:
+
+    link_i = (n * max(rho_corrected, 0) + w * prior) / (n + w)
+
+A rung's *trust* is the product of the links from it up to R: how well its ranking should
+predict the final one if each link only passes on what the one below it knew. Trust 1 keeps
+successive halving's cutoff, trust 0 pauses nothing at that rung.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from statistics import NormalDist
+
+import numpy as np
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation (ties ranked by order, as a stable sort gives); 0 for < 3 pairs."""
+    n = len(x)
+    if n < 3:
+        return 0.0
+    rx = np.empty(n)
+    ry = np.empty(n)
+    rx[np.argsort(x, kind="stable")] = np.arange(n)
+    ry[np.argsort(y, kind="stable")] = np.arange(n)
+    sx, sy = rx.std(), ry.std()
+    if sx == 0 or sy == 0:
+        return 0.0
+    return float(((rx - rx.mean()) * (ry - ry.mean())).mean() / (sx * sy))
+
+
+MAX_RANGE_RATIO = 10.0
+
+
+def normal_scores(percentiles: np.ndarray) -> np.ndarray:
+    """Percentiles in [0, 1] as standard normal quantiles (clipped away from 0 and 1)."""
+    inv = NormalDist().inv_cdf
+    return np.array([inv(p) for p in np.clip(percentiles, 0.005, 0.995)])
+
+
+def corrected_for_range(rho: float, selected_sd: float) -> float:
+    """Thorndike's case-2 correction of a correlation seen where the selecting variable (on the
+    normal scale, spread 1 over everyone) has spread ``selected_sd``; in [0, 1]."""
+    if rho <= 0 or selected_sd <= 0:
+        return max(0.0, rho)
+    u = min(MAX_RANGE_RATIO, max(1.0, 1.0 / selected_sd))
+    return min(1.0, rho * u / np.sqrt(1.0 - rho * rho + rho * rho * u * u))
+
+
+class RungTrust:
+    """Online trust per rung level (0 = lowest) for a bracket with ``levels`` rungs below R."""
+
+    def __init__(self, levels: int, prior: float = 1.0, prior_weight: float = 4.0, window: int = 256):
+        if not 0.0 <= prior <= 1.0:
+            raise ValueError(f"prior must be in [0, 1], got {prior!r}")
+        self.levels = levels
+        self.prior = prior
+        self.prior_weight = prior_weight
+        self._pairs: list[deque[tuple[float, float]]] = [deque(maxlen=window) for _ in range(levels)]
+        self._links: list[float] = [prior] * levels
+        self._trust: list[float] = self._chain(self._links)
+
+    def add_pair(self, level: int, lower_percentile: float, upper: float) -> None:
+        """One trial's score at rung ``level`` (as its percentile in [0, 1] among the scores
+        recorded there) and its score at the level above (R for the top rung)."""
+        pairs = self._pairs[level]
+        pairs.append((lower_percentile, upper))
+        values = np.asarray(pairs, dtype=float)
+        rho = corrected_for_range(spearman(values[:, 0], values[:, 1]), float(normal_scores(values[:, 0]).std()))
+        n = len(pairs)
+        self._links[level] = (n * rho + self.prior_weight * self.prior) / (n + self.prior_weight)
+        self._trust = self._chain(self._links)
+
+    def pairs(self, level: int) -> int:
+        return len(self._pairs[level])
+
+    def link(self, level: int) -> float:
+        return self._links[level]
+
+    def trust(self, level: int) -> float:
+        """Product of the links from ``level`` up to R, in [0, 1]."""
+        return self._trust[level]
+
+    def _chain(self, links: list[float]) -> list[float]:
+        out = [1.0] * self.levels
+        acc = 1.0
+        for level in reversed(range(self.levels)):
+            acc *= links[level]
+            out[level] = acc
+        return out

@@ -1,0 +1,202 @@
+"""The mechanisms that make HyperSched deadline-aware on real curves, on hand-built situations:
+rung trust, the finish plan, the deadline entrance, what happens after it closes, and the baselines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hpcsched.records import Exited, StopRequested
+from hpcsched.scaling import named_scaling
+from hpcsched.schedulers.decisions import CloseEntrance, PauseTrial, ResumeTrial, StartTrial, StopTrial
+from hpcsched.schedulers.finish import Candidate, finish_time, plan_finish
+from hpcsched.schedulers.trust import RungTrust, corrected_for_range, normal_scores, spearman
+from tests.harness import Harness
+
+# ---------------------------------------------------------------- rung trust
+
+
+def test_spearman_matches_the_rank_correlation():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=50)
+    assert spearman(x, 3 * x + 1) == pytest.approx(1.0)
+    assert spearman(x, -x) == pytest.approx(-1.0)
+    y = rng.normal(size=50)
+    ranks = lambda v: np.argsort(np.argsort(v))  # noqa: E731
+    assert spearman(x, y) == pytest.approx(np.corrcoef(ranks(x), ranks(y))[0, 1])
+    assert spearman(x[:2], y[:2]) == 0.0  # too few pairs to say anything
+
+
+def test_trust_learns_informative_and_uninformative_links_and_chains_them():
+    rng = np.random.default_rng(0)
+    trust = RungTrust(levels=2, prior=1.0, prior_weight=4.0)
+    assert trust.trust(0) == 1.0  # the prior: successive halving as is
+    for _ in range(60):
+        p = rng.uniform()
+        trust.add_pair(1, p, p + rng.normal(0, 0.01))  # top rung -> R: informative
+        trust.add_pair(0, rng.uniform(), rng.uniform())  # lowest rung -> next: noise
+    assert trust.link(1) > 0.9
+    assert trust.link(0) < 0.35
+    assert trust.trust(0) == pytest.approx(trust.link(0) * trust.link(1))
+
+
+def test_range_correction_restores_a_correlation_seen_on_the_top_quarter():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=20000)
+    y = 0.8 * x + 0.6 * rng.normal(size=20000)
+    top = x > np.quantile(x, 0.75)
+    pct = np.argsort(np.argsort(x)) / (len(x) - 1)
+    seen = spearman(pct[top], y[top])
+    assert seen < 0.6
+    assert corrected_for_range(seen, float(normal_scores(pct[top]).std())) == pytest.approx(spearman(x, y), abs=0.05)
+    assert corrected_for_range(-0.2, 0.1) == 0.0
+
+
+def test_an_untrusted_rung_pauses_nobody_a_trusted_one_pauses_as_successive_halving():
+    def pauses(links_informative: bool) -> bool:
+        h = Harness(atoms=16, deadline=1e6, kind="hypersched", r=1, R=16, eta=4, allocation="none")
+        rng = np.random.default_rng(3)
+        for _ in range(40):  # pairs for both links (rung 1 -> 4, rung 4 -> R)
+            p = rng.uniform()
+            for level in (0, 1):
+                h.scheduler.trust.add_pair(level, p, p if links_informative else rng.uniform())
+        for i, score in enumerate([0.9, 0.8, 0.7, 0.05]):
+            h.start(f"t{i}")
+            h.report(f"t{i}", 1, score)
+        h.start("weak")  # below successive halving's cutoff (0.825), above the very worst
+        h.report("weak", 1, 0.3)
+        return PauseTrial("weak", "rung 1") in h.decide()
+
+    assert pauses(links_informative=True)
+    assert not pauses(links_informative=False)
+
+
+# ---------------------------------------------------------------- the finish plan
+
+
+def test_finish_time_counts_a_startup_only_for_a_relaunch():
+    linear = named_scaling("linear")
+    assert finish_time(Candidate("a", 4, 1), 1, 10, 2.0, linear, startup=5.0) == 12.0
+    assert finish_time(Candidate("a", 4, 1), 2, 10, 2.0, linear, startup=5.0) == 11.0
+    assert finish_time(Candidate(None, 0, 0), 1, 10, 2.0, linear, startup=5.0) == 25.0
+
+
+def test_plan_takes_the_most_finalists_that_reach_R_in_time():
+    sqrt = named_scaling("sqrt")
+    ranked = [Candidate(f"t{i}", 2, 1) for i in range(8)]
+    # 8 atoms, R = 10, 1 s per step: on 1 atom 8 s, on 2 atoms 8/1.4 + 1 s, on 4 atoms 8/2 + 1 s
+    plan = plan_finish(ranked, total=8, cap=8, grid=1, R=10, step_time=1.0, scaling=sqrt, startup=1.0, time_left=9.0)
+    assert plan.fits and plan.atoms_each == 1 and len(plan.finalists) == 8 and plan.need == 8.0
+    plan = plan_finish(ranked, total=8, cap=8, grid=1, R=10, step_time=1.0, scaling=sqrt, startup=1.0, time_left=7.0)
+    assert plan.fits and plan.atoms_each == 2 and plan.ids == ("t0", "t1", "t2", "t3")
+    plan = plan_finish(ranked, total=8, cap=8, grid=1, R=10, step_time=1.0, scaling=sqrt, startup=1.0, time_left=2.0)
+    assert not plan.fits  # fidelity-limited: not even one trial on every atom reaches R
+
+
+def test_plan_fills_missing_candidates_with_fresh_trials_and_share_cuts_finalists():
+    none = named_scaling("none")
+    plan = plan_finish([Candidate("a", 9, 1)], total=4, cap=1, grid=1, R=10, step_time=1.0, scaling=none,
+                       startup=0.0, time_left=5.0)
+    assert not plan.fits and plan.ids == ("a",) and len(plan.finalists) == 4  # fresh trials need 10 s
+    plan = plan_finish([Candidate("a", 9, 1)], total=4, cap=1, grid=1, R=10, step_time=1.0, scaling=none,
+                       startup=0.0, time_left=5.0, share=0.25)
+    assert plan.fits and plan.ids == ("a",) and plan.need == 1.0
+
+
+# ---------------------------------------------------------------- the deadline entrance and after it
+
+
+def test_deadline_entrance_closes_at_once_when_no_trial_can_reach_R():
+    h = Harness(atoms=2, deadline=30.0, kind="hypersched", r=2, R=50, eta=4, allocation="none")
+    h.start("a")
+    h.start("b")
+    assert not any(isinstance(d, CloseEntrance) for d in h.decide())  # no step time measured yet
+    h.report("a", 1, 0.5, t=1.0)
+    h.report("b", 1, 0.4, t=1.0)
+    decisions = h.decide()
+    closes = [d for d in decisions if isinstance(d, CloseEntrance)]
+    assert closes and "fidelity-limited" in closes[0].reason
+
+
+def test_deadline_entrance_closes_when_the_best_candidates_need_the_time_left():
+    # one step per second on one atom; 2 atoms; R = 20: trials at step s need 20 - s seconds
+    h = Harness(atoms=2, deadline=40.0, kind="hypersched", r=100, R=20, eta=4, allocation="none")
+    h.start("a")
+    h.start("b")
+    for k in range(1, 40):
+        h.report("a", k, 0.5, t=float(k))
+        h.report("b", k, 0.4, t=float(k))
+        if any(isinstance(d, CloseEntrance) for d in h.decide()):
+            break
+    # time left 40 - k must be about what a and b need (20 - k), less one step of slack
+    assert 40 - k - (20 - k) <= 1.0 + 1e-9 or k >= 20
+    assert h.scheduler.closed
+
+
+def test_after_close_finalists_are_not_paused_at_rungs_and_paused_finalists_swap_in():
+    h = Harness(atoms=2, deadline=100.0, kind="hypersched", r=1, R=8, eta=4, allocation="none",
+                rung_trust="fixed")
+    for name in ("a", "b", "c"):
+        if name == "c":
+            h.pause("a")  # a reached rung 4 with the best score, then was paused
+            h.start("c")
+        else:
+            h.start(name)
+        for step in range(1, 5 if name == "a" else 2):
+            h.report(name, step, {"a": 0.9, "b": 0.5, "c": 0.6}[name] + step / 100, t=float(step))
+    h.now = 96.0  # a, at step 4, needs 4 s: the entrance closes
+    decisions = h.decide()
+    assert any(isinstance(d, CloseEntrance) for d in decisions)
+    assert h.scheduler.closed
+    # a is paused but ranks first (highest rung): it swaps in for the live trial ranked lowest
+    assert PauseTrial("b", "make room for finalist a") in decisions or ResumeTrial("a", 1) in decisions
+
+
+def test_after_close_a_finalist_below_the_cutoff_keeps_training():
+    h = Harness(atoms=2, deadline=9.0, kind="hypersched", r=1, R=8, eta=4, allocation="none",
+                rung_trust="fixed")
+    h.start("a")
+    h.start("b")
+    h.report("a", 1, 0.9, t=1.0)
+    h.report("b", 1, 0.1, t=1.0)
+    assert any(isinstance(d, CloseEntrance) for d in h.decide())  # 8 s left: both need 7 s, one step of slack
+    for k in range(2, 6):
+        h.report("b", k, 0.1 + k / 100, t=float(k))
+        assert not any(isinstance(d, PauseTrial) for d in h.decide())
+
+
+def test_paper_configuration_keeps_the_adaptive_entrance_and_cutoffs():
+    h = Harness(atoms=2, deadline=1000.0, kind="hypersched", r=1, R=50, eta=4, allocation="none",
+                entrance="adaptive", after_close="paper", rung_trust="fixed", retrospective="all")
+    h.start("a")
+    h.report("a", 1, 0.5, t=1.0)
+    assert not any(isinstance(d, CloseEntrance) for d in h.decide())  # 999 s left > min(50, 4 * 1)? no: 4 s
+    assert h.scheduler.spec.entrance == "adaptive"
+
+
+# ---------------------------------------------------------------- baselines
+
+
+def test_random_search_trains_every_trial_to_R_first_in_first_out():
+    h = Harness(atoms=2, deadline=100.0, kind="random", R=3, atoms_per_trial=1)
+    assert h.decide() == [StartTrial(1), StartTrial(1)]
+    h.start("a")
+    h.start("b")
+    h.report("a", 1, 0.1)
+    assert h.decide() == []  # nothing paused, nothing free
+    h.report("a", 3, 0.2)
+    assert h.decide() == [StopTrial("a", "max_steps")]
+
+
+def test_one_epoch_screens_at_r_then_trains_the_best_screened_to_R():
+    h = Harness(atoms=1, deadline=20.0, kind="one_epoch", r=1, R=5, atoms_per_trial=1)
+    assert h.decide() == [StartTrial(1)]
+    for i, score in enumerate([0.3, 0.9, 0.5]):
+        name = f"t{i}"
+        h.start(name)
+        h.report(name, 1, score, t=float(i + 1))
+        assert PauseTrial(name, "screened at step 1") in h.decide()
+        h.commit(StopRequested(h.now, name, "pause"))
+        h.commit(Exited(h.now, name, "checkpointed", 1))
+    h.now = 16.0  # switch at max(20 - 4 * 1, 10) = 16 s
+    assert h.decide() == [ResumeTrial("t1", 1)]
