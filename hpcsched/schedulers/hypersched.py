@@ -329,7 +329,7 @@ class HyperSched:
         finalists = self._finalists = set(plan.ids) if plan is not None else set()
         leaving = {d.trial_id for d in out if isinstance(d, (PauseTrial, StopTrial))}
         paused_finalists = [t for t in (plan.ids if plan else ()) if t not in self._live and t not in leaving
-                            and not t in self._stopping]
+                            and t not in self._stopping]
         for trial_id in paused_finalists:
             if free >= 1:
                 self.bracket.unpause(trial_id)
@@ -372,7 +372,7 @@ class HyperSched:
             if trial_id in finalists or trial_id in leaving or trial_id in self._grown:
                 continue
             other = self._level.get(trial_id, NO_LEVEL)
-            if other > level or (other == level and (level == NO_LEVEL or self.trust.trust(level) < 0.5)):
+            if other > level or (other == level and (level == NO_LEVEL or self.trust.trust(level) < TRUST_FULL)):
                 continue
             if worst is None or (other, self._ranking_key(trial_id)) < (self._level.get(worst, NO_LEVEL),
                                                                          self._ranking_key(worst)):
