@@ -11,7 +11,8 @@
 from __future__ import annotations
 
 from hpcsched.records import Exited, Launched, Record, Reported, StopRequested
-from hpcsched.schedulers.decisions import Decision, PauseTrial, ResumeTrial, Situation, StartTrial, StopTrial
+from hpcsched.schedulers.decisions import (Decision, PauseTrial, ResumeTrial, Situation, StartTrial, StopTrial,
+                                           new_trials)
 from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
 from hpcsched.spec import SchedulerSpec
 from hpcsched.state import TrialView
@@ -36,12 +37,8 @@ class RandomSearch:
     def decide(self, situation: Situation) -> list[Decision]:
         out: list[Decision] = list(self._verdicts.values())
         self._verdicts.clear()
-        free, size, left = situation.free_atoms, self.spec.atoms_per_trial, situation.trials_left
-        while free >= size and (left is None or left > 0):
-            out.append(StartTrial(size))
-            left = None if left is None else left - 1
-            free -= size
-        return out
+        size = self.spec.atoms_per_trial
+        return out + new_trials(situation.free_atoms // size, size, situation.trials_left)
 
 
 class OneEpoch:

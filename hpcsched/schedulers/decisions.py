@@ -75,6 +75,12 @@ class CloseEntrance:
 Decision = Union[StartTrial, ResumeTrial, PauseTrial, StopTrial, ResizeTrial, CloseEntrance]
 
 
+def new_trials(slots: int, atoms: int, trials_left: int | None) -> list[StartTrial]:
+    """``slots`` new trials on ``atoms`` atoms each, no more than ``trials_left`` (None: unlimited)."""
+    count = max(0, slots if trials_left is None else min(slots, trials_left))
+    return [StartTrial(atoms)] * count
+
+
 class Scheduler(Protocol):
     """A pure policy: it observes records and returns decisions; it touches no process, file or clock."""
 

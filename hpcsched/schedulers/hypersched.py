@@ -33,8 +33,8 @@ import math
 from hpcsched.records import EntranceClosed, Exited, Launched, Record, Reported, Running, StopRequested
 from hpcsched.schedulers.allocation import allowed_size, target_atoms, worth_resizing
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial,
-                                           Situation, StartTrial, StopTrial)
-from hpcsched.schedulers.finish import Candidate, FinishPlan, allocation_sizes, plan_finish
+                                           Situation, StartTrial, StopTrial, new_trials)
+from hpcsched.schedulers.finish import Candidate, FinishPlan, plan_finish
 from hpcsched.schedulers.rungs import Rung, SpeculativeBracket, TopFractionBracket, milestones
 from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
 from hpcsched.schedulers.trust import RungTrust
@@ -160,10 +160,12 @@ class HyperSched:
         self._steps[trial_id] = max(step, self._steps.get(trial_id, 0))
         before = self._level.get(trial_id, NO_LEVEL)
         level = before
-        while level + 1 < self._levels and trial_id in self._rung(level + 1).recorded:
-            level += 1
-            if level >= 1:
-                self._learn_link(trial_id, level - 1, self._rung(level).recorded[trial_id])
+        for higher in range(before + 1, self._levels):  # a trial may jump rungs (steps skipped)
+            recorded = self._rung(higher).recorded.get(trial_id)
+            if recorded is not None:
+                if higher >= 1:
+                    self._learn_link(trial_id, higher - 1, recorded)
+                level = higher
         if level != before:
             self._by_level[before + 1].discard(trial_id)
             self._level[trial_id] = level
@@ -260,12 +262,13 @@ class HyperSched:
         step_time = self._single_atom_step_times.value()
         if step_time is None:
             return None
-        cap = 1 if self.spec.allocation == "none" else self._cap(situation.total_atoms)  # finalists never grow
         startup = self.startup_estimate
-        smallest = allocation_sizes(cap, self.spec.allocation_grid)[0]
-        if not self.closed and situation.time_left > startup + self.spec.R * step_time / self.scaling.rate(smallest) \
+        # the smallest allocation is always one atom: while a fresh trial on one atom fits with room
+        # to spare, every plan does (O(1) for most of the exploration)
+        if not self.closed and situation.time_left > startup + self.spec.R * step_time / self.scaling.rate(1) \
                 + self._plan_slack():
-            return None  # O(1) for most of the exploration
+            return None
+        cap = 1 if self.spec.allocation == "none" else self._cap(situation.total_atoms)  # finalists never grow
         ranked: list[Candidate] = []
         for trial_id in self.candidates_best_first():
             if len(ranked) >= situation.total_atoms:
@@ -356,11 +359,10 @@ class HyperSched:
             self.bracket.unpause(trial_id)
             out.append(ResumeTrial(trial_id, 1))
             used += 1
-        trials_left = situation.trials_left
-        while self.spec.backfill and used < spare and (trials_left is None or trials_left > 0):
-            out.append(StartTrial(1))
-            trials_left = None if trials_left is None else trials_left - 1
-            used += 1
+        if self.spec.backfill:
+            starts = new_trials(spare - used, 1, situation.trials_left)
+            out.extend(starts)
+            used += len(starts)
         return free - used
 
     def _swap_victim(self, finalist: str, finalists: set[str], leaving: set[str]) -> str | None:

@@ -214,8 +214,6 @@ class TopFractionBracket(Bracket):
             if trial_id in rung.recorded:
                 continue
             recorded, _ = rung.record(trial_id, score)
-            for lower in self.passed(rung.milestone - 1):  # record the rungs it jumped over
-                lower.record(trial_id, score)
             return None if rung.in_top_fraction(recorded, self._keep(rung)) else rung
         return None
 

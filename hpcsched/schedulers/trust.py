@@ -41,10 +41,14 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
 MAX_RANGE_RATIO = 10.0
 
 
+def normal_score(percentile: float) -> float:
+    """A percentile in [0, 1] as a standard normal quantile (clipped away from 0 and 1)."""
+    return NormalDist().inv_cdf(min(0.995, max(0.005, percentile)))
+
+
 def normal_scores(percentiles: np.ndarray) -> np.ndarray:
-    """Percentiles in [0, 1] as standard normal quantiles (clipped away from 0 and 1)."""
-    inv = NormalDist().inv_cdf
-    return np.array([inv(p) for p in np.clip(percentiles, 0.005, 0.995)])
+    """``normal_score`` of each percentile."""
+    return np.array([normal_score(float(p)) for p in percentiles])
 
 
 def corrected_for_range(rho: float, selected_sd: float) -> float:
@@ -65,7 +69,8 @@ class RungTrust:
         self.levels = levels
         self.prior = prior
         self.prior_weight = prior_weight
-        self._pairs: list[deque[tuple[float, float]]] = [deque(maxlen=window) for _ in range(levels)]
+        # per link: (lower percentile, its normal score, upper score)
+        self._pairs: list[deque[tuple[float, float, float]]] = [deque(maxlen=window) for _ in range(levels)]
         self._links: list[float] = [prior] * levels
         self._trust: list[float] = self._chain(self._links)
 
@@ -73,9 +78,9 @@ class RungTrust:
         """One trial's score at rung ``level`` (as its percentile in [0, 1] among the scores
         recorded there) and its score at the level above (R for the top rung)."""
         pairs = self._pairs[level]
-        pairs.append((lower_percentile, upper))
+        pairs.append((lower_percentile, normal_score(lower_percentile), upper))
         values = np.asarray(pairs, dtype=float)
-        rho = corrected_for_range(spearman(values[:, 0], values[:, 1]), float(normal_scores(values[:, 0]).std()))
+        rho = corrected_for_range(spearman(values[:, 0], values[:, 2]), float(values[:, 1].std()))
         n = len(pairs)
         self._links[level] = (n * rho + self.prior_weight * self.prior) / (n + self.prior_weight)
         self._trust = self._chain(self._links)
