@@ -7,6 +7,8 @@ from an injected clock; the run's state is a replay of the records it committed.
 
 from __future__ import annotations
 
+import errno
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -19,6 +21,8 @@ from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, Launche
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial,
                                            Scheduler, Situation, StartTrial, StopTrial)
 from hpcsched.state import LIVE, RunState
+
+log = logging.getLogger(__name__)
 
 
 class SchedulerError(RuntimeError):
@@ -90,6 +94,27 @@ class Controller:
         self._commit(RunFinished(self.clock.now(), reason, st.best_trial, st.best_score, st.best_step))
         return st
 
+    def finish(self, reason: str) -> RunState:
+        """Record the end of a run that has nothing live (e.g. resumed after its deadline)."""
+        st = self.state
+        self._commit(RunFinished(self.clock.now(), reason, st.best_trial, st.best_score, st.best_step))
+        return st
+
+    def abort(self, reason: str) -> RunState:
+        """End the run now after an error the loop cannot go on with (a full disk): kill every
+        trial (their last checkpoints count) and record the end, as far as the journal still takes it."""
+        self.executor.shutdown()
+        now = self.clock.now()
+        try:
+            for trial in list(self.state.trials.values()):
+                if trial.status in LIVE:
+                    self._commit(Exited(now, trial.trial_id, "checkpointed", trial.checkpoint_step, reason))
+            st = self.state
+            self._commit(RunFinished(now, reason, st.best_trial, st.best_score, st.best_step))
+        except OSError as exc:
+            log.error("could not record the end of the run: %s", exc)
+        return self.state
+
     def _wind_down(self, give_up_at: float | None = None) -> None:
         """Ask every live trial to checkpoint and exit; wait for them until ``give_up_at``
         (default: the wind-down grace period from now), then kill what is left."""
@@ -116,10 +141,10 @@ class Controller:
 
     # ------------------------------------------------------------ resuming
 
-    def resume(self, atom_ids: tuple[str, ...], host: str = "", pid: int = 0) -> None:
+    def resume(self, atom_ids: tuple[str, ...], host: str = "", pid: int = 0, relaunch: bool = True) -> None:
         """Take over a replayed run: recover every trial the previous controller left live
         (its reports since the last journaled one, then its exit), hand the run the atoms
-        held now, and relaunch the trials that were running on as many atoms as they had."""
+        held now, and (``relaunch``) relaunch the trials that were running on as many atoms as they had."""
         for trial in list(self.state.trials.values()):
             if trial.status not in LIVE:
                 continue
@@ -129,7 +154,7 @@ class Controller:
             for event in self.executor.recover(trial.trial_id, trial.launches, trial.step, trial.checkpoint_step):
                 self._handle(event, relaunch=False)
         self._commit(ControllerResumed(self.clock.now(), tuple(atom_ids), host, pid))
-        for trial in list(self.state.trials.values()):
+        for trial in list(self.state.trials.values()) if relaunch else ():
             # live when the old controller died, or stopped by its wind-down when it was interrupted
             wanted = trial.relaunch_atoms or (len(trial.last_atoms) if trial.intent == "deadline" else 0)
             if trial.status == "paused" and wanted:
@@ -223,8 +248,15 @@ class Controller:
         trial = st.trials[trial_id]
         atoms = st.pool.choose(n_atoms, near=trial.atoms or trial.last_atoms, single_node=self._single_node)
         self._commit(Launched(self.clock.now(), trial_id, atoms, reason, trial.checkpoint_step))
-        self.executor.launch(LaunchRequest(trial_id, trial.index, trial.config, atoms, trial.checkpoint_step, reason,
-                                           trial.launches))
+        try:
+            self.executor.launch(LaunchRequest(trial_id, trial.index, trial.config, atoms, trial.checkpoint_step,
+                                               reason, trial.launches))
+        except OSError as exc:  # the launch's files could not be written: this trial fails, its atoms return
+            log.error("launch of %s failed: %s", trial_id, exc)
+            self._commit(Exited(self.clock.now(), trial_id, "errored", trial.checkpoint_step,
+                                f"could not launch: {exc}"))
+            if exc.errno == errno.ENOSPC:
+                raise  # a full disk: the run stops (see abort)
 
     def _commit(self, record: Record) -> None:
         self.journal.append(record)

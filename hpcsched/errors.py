@@ -19,3 +19,14 @@ class SpecError(UserError):
 
 class RunDirError(UserError):
     """A run directory that cannot be used as asked."""
+
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` cut short for an error message: bounded work and length, whatever the value."""
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxlevel, short.maxstring, short.maxother = 3, 80, 80
+    short.maxlist = short.maxtuple = short.maxdict = short.maxset = 8
+    return short.repr(value)

@@ -75,7 +75,9 @@ class JsonlJournal:
                 raise RunDirError(f"{self.path.parent}: another controller is writing this run "
                                   f"({self.path.name}.lock is held); stop it before starting or resuming") from None
             self._repair_torn_tail()
-        self._file = open(self.path, "a", encoding="utf-8", buffering=1 if durable else 1 << 16)
+        # durable: unbuffered bytes, so a failed write (a full disk) can be cut back to the last whole line
+        self._file = open(self.path, "ab", buffering=0) if durable else \
+            open(self.path, "a", encoding="utf-8", buffering=1 << 16)
 
     def _repair_torn_tail(self) -> None:
         """Cut a torn last line left by a killed writer, so the next record starts on its own line."""
@@ -94,10 +96,20 @@ class JsonlJournal:
             f.truncate(size - len(tail) + cut + 1 if cut >= 0 else (0 if size <= 65536 else size))
 
     def append(self, record: Record) -> None:
-        self._file.write(json.dumps(to_json(record), separators=(",", ":"), allow_nan=False) + "\n")
-        if self.durable:
-            self._file.flush()
-            self._dirty = True
+        line = json.dumps(to_json(record), separators=(",", ":"), allow_nan=False) + "\n"
+        if not self.durable:
+            self._file.write(line)
+            return
+        data = line.encode("utf-8")
+        start = os.fstat(self._file.fileno()).st_size
+        try:
+            written = 0
+            while written < len(data):
+                written += self._file.write(data[written:]) or 0
+        except OSError:
+            os.ftruncate(self._file.fileno(), start)  # no half record: the journal stays replayable
+            raise
+        self._dirty = True
 
     def sync(self) -> None:
         """Make what was appended durable (fsync), once for all records since the last call."""

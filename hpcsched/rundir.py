@@ -4,22 +4,74 @@
       events.jsonl          the journal (records.py), appended under events.jsonl.lock
       spec.yaml             the spec the run was started with
       controller.json       host, pid and backend of the controller now in charge
-      result.json           the answer at the end: best trial, config, score, step, checkpoint
-      trials/<id>/scores.jsonl, checkpoints/, launches/ (submitit pickles and logs)
+      result.json           the answer (result.py): best trial, config, score, step, checkpoint;
+                            rewritten on every new checkpointed best, final at the end
+      .reserve              1 MiB held while a controller runs, freed on a full disk for its last records
+      trials/<id>/          one trial (TrialPaths):
+        scores.jsonl        what the trial's launches wrote, one line each (scores.py owns the format)
+        checkpoints/        step-NNNNNNNN.pt|.pkl, written by the trial (trial.py)
+        launches/           submitit's pickles and logs, <launch>.json launch records, ready files
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hpcsched.errors import RunDirError
 
 JOURNAL = "events.jsonl"
+TRIALS = "trials"
+RESERVE_BYTES = 1 << 20
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrialPaths:
+    """Where one trial's files are (the only spelling of these names)."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, run_dir: Path | str, trial_id: str) -> "TrialPaths":
+        return cls(Path(run_dir) / TRIALS / trial_id)
+
+    @property
+    def scores(self) -> Path:
+        return self.root / "scores.jsonl"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def launches(self) -> Path:
+        return self.root / "launches"
+
+    def checkpoint(self, name: str) -> Path:
+        return self.checkpoints / name
+
+    def launch_record(self, launch_id: str) -> Path:
+        """Host, pids, atoms and start time of one launch (written by the executor)."""
+        return self.launches / f"{launch_id}.json"
+
+    def ready_file(self, launch_id: str, rank: int) -> Path:
+        """Touched by each rank once it handles stop signals."""
+        return self.launches / f"{launch_id}-r{rank}.ready"
+
+    def ready_files(self, launch_id: str) -> list[Path]:
+        return list(self.launches.glob(f"{launch_id}-r*.ready"))
+
+    def srun_log(self, launch_id: str) -> Path:
+        """srun's own output for one launch (SLURM backend)."""
+        return self.launches / f"{launch_id}_srun.log"
 
 
 def privacy_problem(path: Path) -> str | None:
@@ -53,7 +105,10 @@ class RunDir:
         return self.path / "controller.json"
 
     def trial_dir(self, trial_id: str) -> Path:
-        return self.path / "trials" / trial_id
+        return self.trial(trial_id).root
+
+    def trial(self, trial_id: str) -> TrialPaths:
+        return TrialPaths.of(self.path, trial_id)
 
     # ------------------------------------------------------------ opening
 
@@ -71,7 +126,7 @@ class RunDir:
                 raise RunDirError(f"{run.path}: exists and is not empty; not starting a run in it")
         run.path.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(run.path, 0o700)
-        (run.path / "trials").mkdir(exist_ok=True, mode=0o700)
+        (run.path / TRIALS).mkdir(exist_ok=True, mode=0o700)
         run.check_private()
         return run
 
@@ -95,8 +150,35 @@ class RunDir:
 
     def write_json(self, path: Path, data: dict[str, Any]) -> None:
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    @property
+    def reserve(self) -> Path:
+        return self.path / ".reserve"
+
+    def reserve_space(self) -> None:
+        """Hold RESERVE_BYTES of the file system for the controller's last records and result."""
+        try:
+            with open(self.reserve, "wb") as f:
+                f.write(bytes(RESERVE_BYTES))
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            log.warning("%s: could not reserve space for the last records: %s", self.path, exc)
+            self.reserve.unlink(missing_ok=True)
+
+    def release_reserve(self) -> bool:
+        """Free the reserve (a full disk); whether there was one to free."""
+        try:
+            self.reserve.unlink()
+            return True
+        except FileNotFoundError:
+            return False
 
     def claim(self, backend: str) -> None:
         """Record which controller is in charge now (for status from another shell)."""

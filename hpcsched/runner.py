@@ -7,6 +7,7 @@ loop, resumes from the journal with ``--resume``, prints progress, and writes re
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import signal
 import socket
@@ -23,6 +24,7 @@ from hpcsched.executors.launching import ProcessSettings
 from hpcsched.journal import JsonlJournal, read_journal
 from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, Launched, Record, Reported,
                               RunFinished, RunStarted, StopRequested)
+from hpcsched.result import ResultKeeper, build_result, write_result, iso_time
 from hpcsched.rundir import RunDir
 from hpcsched.schedulers import make_scheduler
 from hpcsched.space import Sampler
@@ -59,6 +61,8 @@ def run_experiment(spec: Spec, options: RunOptions, out: TextIO = sys.stdout) ->
     if backend.max_atoms_per_trial is not None:
         cap = min(backend.max_atoms_per_trial, variant.scheduler.max_atoms_per_trial or backend.max_atoms_per_trial)
         variant = replace(variant, scheduler=replace(variant.scheduler, max_atoms_per_trial=cap))
+    if not options.resume and options.deadline is None and spec.deadline is None and backend.ends_at is None:
+        raise SpecError(["deadline: required (in the spec, or --deadline 30m)"], str(spec.source or spec.name))
     run_dir, records = _open_run_dir(spec, options)
     journal = JsonlJournal(run_dir.journal, durable=True)  # held until the end: one controller per run
     try:
@@ -76,18 +80,18 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
     hard_end = backend.ends_at - ALLOCATION_SAFETY if backend.ends_at is not None else None
     if started is not None:
         deadline = started.deadline if hard_end is None else min(started.deadline, hard_end)
-        if clock.now() >= deadline - spec.controller.stop_margin:
-            raise RunDirError(f"{run_dir.path}: the run's deadline has passed "
-                              f"({_iso(deadline)}); nothing to resume")
+        late = clock.now() >= deadline - spec.controller.stop_margin
     else:
         seconds = options.deadline if options.deadline is not None else spec.deadline
         if seconds is None and hard_end is None:
             raise SpecError(["deadline: required (in the spec, or --deadline 30m)"], str(spec.source or spec.name))
         deadline = min(t for t in (clock.now() + seconds if seconds is not None else None, hard_end) if t is not None)
+        late = False
 
     executor = backend.make_executor(ProcessSettings(
         run_dir=run_dir.path, trainable=trainable, max_steps=variant.scheduler.R, metric=spec.metric.name,
-        mode=spec.metric.mode, poll_interval=spec.controller.poll_interval, stop_grace=spec.controller.stop_grace),
+        mode=spec.metric.mode, poll_interval=spec.controller.poll_interval, stop_grace=spec.controller.stop_grace,
+        hang_timeout=spec.controller.hang_timeout),
         clock)
     atom_ids = executor.atom_ids()
     state = RunState(spec.metric.mode)
@@ -103,27 +107,57 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
                            metric=spec.metric.name, stop_margin=spec.controller.stop_margin,
                            wind_down_grace=spec.controller.stop_grace)
     progress = Progress(out, clock, quiet=options.quiet)
+    keeper = ResultKeeper(spec, variant.name, run_dir)
+
+    def on_record(record: Record, state: RunState) -> None:
+        progress.on_record(record, state)
+        keeper.on_record(record, state)
+
     controller = Controller(settings, scheduler, executor, clock, journal,
                             (lambda i: sampler.config(i)) if sampler else (lambda i: {}), state,
-                            on_record=progress.on_record)
+                            on_record=on_record)
     run_dir.claim(options.backend)
+    run_dir.reserve_space()
     previous = _install_interrupts(controller)
     try:
-        if records:
-            progress.say(f"resuming {run_dir.path} (deadline {_iso(deadline)})")
+        if late:  # launch nothing: collect what the trials left, then write the final answer
+            progress.say(f"the run's deadline has passed ({iso_time(deadline)}); nothing to resume; "
+                         f"writing result.json from the journal and the trials' files")
+            controller.resume(atom_ids, socket.gethostname(), os.getpid(), relaunch=False)
+            if state.finished is None:
+                controller.finish("deadline")
+        elif records:
+            progress.say(f"resuming {run_dir.path} (deadline {iso_time(deadline)})")
             controller.resume(atom_ids, socket.gethostname(), os.getpid())
         else:
             progress.say(f"run {spec.name} [{variant.name}] in {run_dir.path}: {len(atom_ids)} atoms, "
-                         f"deadline {_iso(deadline)} ({format_duration(deadline - clock.now())} from now)")
-        controller.run()
+                         f"deadline {iso_time(deadline)} ({format_duration(deadline - clock.now())} from now)")
+        try:
+            if not late:
+                controller.run()
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            run_dir.release_reserve()
+            reason = f"disk full ({exc.filename or run_dir.path}): stopped every trial"
+            print(f"hpcsched: {reason}; the result keeps the best checkpoint saved so far", file=sys.stderr)
+            controller.abort(reason)
     finally:
         _restore_interrupts(previous)
         executor.shutdown()
-        journal.sync()
+        _sync_quietly(journal)
     result = build_result(spec, variant.name, run_dir, state)
-    run_dir.write_json(run_dir.result, result)
+    write_result(run_dir, result)
+    run_dir.release_reserve()
     progress.summary(result, run_dir)
     return result
+
+
+def _sync_quietly(journal: JsonlJournal) -> None:
+    try:
+        journal.sync()
+    except OSError as exc:
+        print(f"hpcsched: could not sync the journal: {exc}", file=sys.stderr)
 
 
 def _open_run_dir(spec: Spec, options: RunOptions) -> tuple[RunDir, list[Record]]:
@@ -181,36 +215,6 @@ def backend_for(spec: Spec, backend: str) -> Backend:
     raise UserError(f"--backend: unknown backend {backend!r}; valid: local, slurm")
 
 
-def build_result(spec: Spec, variant: str, run_dir: RunDir, state: RunState) -> dict[str, Any]:
-    """The answer: the best report that saved a checkpoint which still exists."""
-    best = None
-    for trial in state.trials.values():
-        if trial.best_checkpoint and state.better(trial.best_checkpoint_score, best[0] if best else None):
-            path = run_dir.trial_dir(trial.trial_id) / "checkpoints" / trial.best_checkpoint
-            if path.exists():
-                best = (trial.best_checkpoint_score, trial, path)
-    started = state.started
-    finished = state.finished
-    result: dict[str, Any] = {
-        "name": spec.name, "variant": variant, "metric": spec.metric.name, "mode": spec.metric.mode,
-        "reason": finished.reason if finished else "unfinished",
-        "best": None,
-        "trials_started": len(state.trials),
-        "trials": {s: n for s, n in state.counts.items() if n},
-        "resizes": state.resizes, "pauses": state.pauses, "promotions": state.promotions,
-        "exploration_closed_at": state.entrance_closed_at,
-        "started_at": started.t if started else None,
-        "deadline": started.deadline if started else None,
-        "deadline_iso": _iso(started.deadline) if started else None,
-        "finished_at": finished.t if finished else None,
-    }
-    if best is not None:
-        score, trial, path = best
-        result["best"] = {"trial": trial.trial_id, "config": trial.config, "score": score,
-                          "step": trial.best_checkpoint_step, "checkpoint": str(path)}
-    return result
-
-
 # ---------------------------------------------------------------- interrupts
 
 
@@ -231,10 +235,6 @@ def _restore_interrupts(previous: dict[int, Any]) -> None:
 
 
 # ---------------------------------------------------------------- progress
-
-
-def _iso(t: float) -> str:
-    return dt.datetime.fromtimestamp(t).isoformat(timespec="seconds")
 
 
 class Progress:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import bisect
 import math
+
+from hpcsched.errors import shown
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -69,7 +71,7 @@ def named_scaling(name: str) -> Scaling:
         return Scaling("sqrt", _SQRT_TABLE)
     if name in ("none", "linear"):
         return Scaling(name)
-    raise ValueError(f"unknown scaling {name!r}; valid: {', '.join(NAMED)} or a table {{atoms: rate}}")
+    raise ValueError(f"unknown scaling {shown(name)}; valid: {', '.join(NAMED)} or a table {{atoms: rate}}")
 
 
 def parse_scaling(raw: object, path: str, problems: list[str]) -> Scaling | None:
@@ -82,7 +84,7 @@ def parse_scaling(raw: object, path: str, problems: list[str]) -> Scaling | None
             return None
     if isinstance(raw, Mapping):
         return _parse_table(raw, path, problems)
-    problems.append(f"{path}: expected one of {', '.join(NAMED)} or a table {{atoms: rate}}, got {raw!r}")
+    problems.append(f"{path}: expected one of {', '.join(NAMED)} or a table {{atoms: rate}}, got {shown(raw)}")
     return None
 
 
@@ -101,13 +103,13 @@ def _parse_table(raw: Mapping, path: str, problems: list[str]) -> Scaling | None
         try:
             atoms = float(key)
         except (TypeError, ValueError):
-            problems.append(f"{path}: table key must be an atom count, got {key!r}")
+            problems.append(f"{path}: table key must be an atom count, got {shown(key)}")
             continue
         if not (isinstance(value, (int, float)) and not isinstance(value, bool)) or not math.isfinite(value) or value <= 0:
-            problems.append(f"{path}.{key}: rate must be a positive number, got {value!r}")
+            problems.append(f"{path}.{key}: rate must be a positive number, got {shown(value)}")
             continue
         if not math.isfinite(atoms) or atoms < 1:
-            problems.append(f"{path}: table key must be an atom count >= 1, got {key!r}")
+            problems.append(f"{path}: table key must be an atom count >= 1, got {shown(key)}")
             continue
         points.append((atoms, float(value)))
     if not points:
@@ -116,6 +118,6 @@ def _parse_table(raw: Mapping, path: str, problems: list[str]) -> Scaling | None
         return None
     points.sort()
     if points[0][0] != 1:
-        problems.append(f"{path}: the table must give the rate at 1 atom, got keys {[p[0] for p in points]!r}")
+        problems.append(f"{path}: the table must give the rate at 1 atom, got keys {shown([p[0] for p in points])}")
         return None
     return Scaling("table", tuple(points))

@@ -18,7 +18,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from hpcsched.errors import shown
+
 KINDS = ("choice", "grid", "uniform", "loguniform", "randint", "value")
+MAX_GRID_POINTS = 1_000_000  # the visiting order is one permutation of them
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class Param:
             return float(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
         if self.kind == "randint":
             return int(rng.integers(int(self.low), int(self.high)))
-        raise ValueError(f"parameter {self.name!r} of kind {self.kind!r} is not random")
+        raise ValueError(f"parameter {shown(self.name)} of kind {shown(self.kind)} is not random")
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ class Sampler:
 def parse_space(raw: object, path: str, problems: list[str]) -> Space | None:
     """Validate ``raw`` (the YAML mapping) into a Space; append problems naming ``path.name``."""
     if not isinstance(raw, Mapping):
-        problems.append(f"{path}: expected a mapping of parameter names to definitions, got {raw!r}")
+        problems.append(f"{path}: expected a mapping of parameter names to definitions, got {shown(raw)}")
         return None
     if not raw:
         problems.append(f"{path}: the search space is empty")
@@ -129,24 +132,31 @@ def parse_space(raw: object, path: str, problems: list[str]) -> Space | None:
         param = _parse_param(str(name), definition, f"{path}.{name}", problems)
         if param is not None:
             params.append(param)
-    return Space(tuple(params)) if len(problems) == before else None
+    if len(problems) != before:
+        return None
+    space = Space(tuple(params))
+    if space.grid_size > MAX_GRID_POINTS:
+        sizes = " x ".join(str(len(p.values)) for p in space.grid_params)
+        problems.append(f"{path}: the grid has {space.grid_size} points ({sizes}); at most {MAX_GRID_POINTS}")
+        return None
+    return space
 
 
 def _parse_param(name: str, definition: object, path: str, problems: list[str]) -> Param | None:
     if not isinstance(definition, Mapping):
         return Param(name, "value", (definition,))
     if len(definition) != 1:
-        problems.append(f"{path}: expected one of {{{', '.join(KINDS)}}} as the only key, got {dict(definition)!r}")
+        problems.append(f"{path}: expected one of {{{', '.join(KINDS)}}} as the only key, got {shown(dict(definition))}")
         return None
     (kind, args), = definition.items()
     if kind not in KINDS:
-        problems.append(f"{path}: unknown parameter kind {kind!r}; valid kinds: {', '.join(KINDS)}")
+        problems.append(f"{path}: unknown parameter kind {shown(kind)}; valid kinds: {', '.join(KINDS)}")
         return None
     if kind == "value":
         return Param(name, "value", (args,))
     if kind in ("choice", "grid"):
         if not isinstance(args, Sequence) or isinstance(args, (str, bytes)) or len(args) == 0:
-            problems.append(f"{path}.{kind}: expected a non-empty list of values, got {args!r}")
+            problems.append(f"{path}.{kind}: expected a non-empty list of values, got {shown(args)}")
             return None
         return Param(name, kind, tuple(args))
     return _parse_range(name, kind, args, path, problems)
@@ -155,22 +165,22 @@ def _parse_param(name: str, definition: object, path: str, problems: list[str]) 
 def _parse_range(name: str, kind: str, args: object, path: str, problems: list[str]) -> Param | None:
     where = f"{path}.{kind}"
     if not isinstance(args, Sequence) or isinstance(args, (str, bytes)) or len(args) != 2:
-        problems.append(f"{where}: expected [low, high], got {args!r}")
+        problems.append(f"{where}: expected [low, high], got {shown(args)}")
         return None
     low, high = args
     numeric = (int,) if kind == "randint" else (int, float)
     if not all(isinstance(v, numeric) and not isinstance(v, bool) for v in (low, high)):
         expected = "integers" if kind == "randint" else "numbers"
-        problems.append(f"{where}: expected two {expected}, got {args!r}")
+        problems.append(f"{where}: expected two {expected}, got {shown(args)}")
         return None
     if not all(math.isfinite(v) for v in (low, high)):
-        problems.append(f"{where}: bounds must be finite, got {args!r}")
+        problems.append(f"{where}: bounds must be finite, got {shown(args)}")
         return None
     if not low < high:
-        problems.append(f"{where}: low must be below high, got {args!r}")
+        problems.append(f"{where}: low must be below high, got {shown(args)}")
         return None
     if kind == "loguniform" and low <= 0:
-        problems.append(f"{where}: low must be > 0 for a log-uniform range, got {low!r}")
+        problems.append(f"{where}: low must be > 0 for a log-uniform range, got {shown(low)}")
         return None
     return Param(name, kind, (), float(low), float(high))
 

@@ -11,6 +11,7 @@ import hashlib
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -18,7 +19,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from hpcsched.durations import parse_duration
-from hpcsched.errors import SpecError
+from hpcsched.errors import SpecError, shown
 from hpcsched.scaling import Scaling, named_scaling, parse_scaling
 from hpcsched.space import Space, parse_space
 
@@ -87,6 +88,7 @@ class ControllerSpec:
     poll_interval: float = 0.25  # seconds between polls of trial files and processes
     stop_margin: float = 10.0  # ask trials to checkpoint this long before the deadline
     stop_grace: float = 60.0  # a trial asked to stop is killed after this long (its last checkpoint counts)
+    hang_timeout: float | None = None  # no output this long: the trial is hung, killed, errored (None: auto; inf: never)
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ class Spec:
             if v.name == name:
                 return v
         names = ", ".join(v.name for v in self.variants)
-        raise SpecError([f"--variant: no variant named {name!r}; valid: {names}"], self.name)
+        raise SpecError([f"--variant: no variant named {shown(name)}; valid: {names}"], self.name)
 
 
 @dataclass(frozen=True)
@@ -186,39 +188,91 @@ def load_spec(path: str | Path) -> Spec:
     return experiment.spec
 
 
+MAX_SPEC_BYTES = 1 << 20  # a spec file is a few KiB
+MAX_SPEC_VALUES = 100_000  # values in the document with YAML aliases expanded
+MAX_MATRIX_CELLS = 10_000
+MAX_ATOMS = 100_000
+MAX_STEPS = 10_000_000  # R
+MAX_ETA = 1_000
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", re.ASCII)  # a run name is a directory name
+
+
 def read_yaml(path: Path) -> Any:
     try:
-        text = path.read_text()
+        size = path.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise SpecError([f"the spec file has {size} bytes; a spec is at most {MAX_SPEC_BYTES}"], str(path))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError([f"cannot read the spec file: {exc.strerror or exc}"], str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise SpecError([f"not UTF-8 text: {exc}"], str(path)) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise SpecError([f"not valid YAML: {exc}"], str(path)) from None
 
 
+def _expanded_size(raw: Any, limit: int) -> int | None:
+    """How many values the document holds with shared (aliased) parts counted every time they
+    appear; None when it is more than ``limit`` or refers to itself. Linear in the document."""
+    sizes: dict[int, int] = {}
+    visiting: set[int] = set()
+
+    def size(node: Any) -> int:
+        if not isinstance(node, (dict, list)):
+            return 1
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in visiting:
+            raise RecursionError
+        visiting.add(key)
+        children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > limit:
+                raise OverflowError
+        visiting.discard(key)
+        sizes[key] = total
+        return total
+
+    try:
+        return size(raw)
+    except (OverflowError, RecursionError):
+        return None
+
+
 def parse_experiment(raw: Any, source: Path | None = None) -> Experiment:
     """Validate a parsed YAML document into an Experiment."""
     where = str(source) if source else "spec"
+    if _expanded_size(raw, MAX_SPEC_VALUES) is None:
+        raise SpecError([f"(top level): the document refers to itself or expands to more than {MAX_SPEC_VALUES} "
+                         f"values (YAML aliases?)"], where)
     if not isinstance(raw, Mapping):
-        raise SpecError([f"(top level): expected a mapping of spec sections, got {raw!r}"], where)
+        raise SpecError([f"(top level): expected a mapping of spec sections, got {shown(raw)}"], where)
     problems: list[str] = []
     matrix = _parse_matrix(raw.get("matrix"), problems)
     base_raw = {k: v for k, v in raw.items() if k != "matrix"}
     checked_traces: dict[tuple[Path, bool], str | None] = {}
     spec = _parse_spec(base_raw, source, problems, checked_traces)
     cells: list[Cell] = []
+    n_cells = math.prod(len(values) for _, values in matrix)
+    if n_cells > MAX_MATRIX_CELLS:
+        problems.append(f"matrix: {n_cells} cells ({' x '.join(str(len(v)) for _, v in matrix)}); "
+                        f"at most {MAX_MATRIX_CELLS}")
     if matrix and not problems:
         keys = [k for k, _ in matrix]
         for values in itertools.product(*(vals for _, vals in matrix)):
             cell_raw = copy.deepcopy(base_raw)
-            shown = [_assign(cell_raw, key, value) for key, value in zip(keys, values)]
+            labels = [_assign(cell_raw, key, value) for key, value in zip(keys, values)]
             cell_problems: list[str] = []
-            label = ", ".join(f"{k}={v!r}" for k, v in zip(keys, shown))
+            label = ", ".join(f"{k}={shown(v)}" for k, v in zip(keys, labels))
             cell_spec = _parse_spec(cell_raw, source, cell_problems, checked_traces)
             problems.extend(f"matrix cell ({label}): {p}" for p in cell_problems)
             if cell_spec is not None:
-                cells.append(Cell(tuple(zip(keys, shown)), cell_spec))
+                cells.append(Cell(tuple(zip(keys, labels)), cell_spec))
     if problems or spec is None:
         raise SpecError(problems, where)
     if not matrix:
@@ -234,7 +288,7 @@ def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
                 checked_traces: dict[tuple[Path, bool], str | None]) -> Spec | None:
     before = len(problems)
     top = _Section(raw, "", problems)
-    name = top.take("name", _string, default=(source.stem if source else "experiment"))
+    name = top.take("name", _run_name, default=_default_name(source))
     trainable = top.take("trainable", _trainable_ref, default=None)
     metric = top.take("metric", lambda v: _parse_metric(v, problems), default=MetricSpec())
     space_raw = top.take("space", lambda v: v, default=None)
@@ -262,7 +316,12 @@ def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
         problems.append("space: required for a trainable (the search space to explore)")
     if workload is not None and workload.kind == "synthetic" and isinstance(metric, MetricSpec) \
             and metric.mode != "max":
-        problems.append(f"metric.mode: synthetic curves are scores to maximise, got {metric.mode!r}")
+        problems.append(f"metric.mode: synthetic curves are scores to maximise, got {shown(metric.mode)}")
+    explicit_margin = isinstance(raw.get("controller"), Mapping) and "stop_margin" in raw["controller"]
+    if deadline is not None and explicit_margin and isinstance(controller, ControllerSpec) \
+            and controller.stop_margin >= deadline:
+        problems.append(f"controller.stop_margin: must be below the deadline ({deadline:g} s), "
+                        f"got {controller.stop_margin:g} s")
     if len(problems) != before or scheduler is None:
         return None
     return Spec(name=name, metric=metric, scheduler=scheduler, resources=resources,
@@ -284,7 +343,7 @@ def _parse_metric(raw: object, problems: list[str]) -> MetricSpec:
 def _parse_resources(raw: object, problems: list[str]) -> ResourcesSpec:
     section = _Section(raw, "resources", problems)
     d = ResourcesSpec()
-    atoms = section.take("atoms", _auto_or(_int_at_least(1)), default=d.atoms)
+    atoms = section.take("atoms", _auto_or(_at_most(_int_at_least(1), MAX_ATOMS)), default=d.atoms)
     gpus = section.take("gpus_per_atom", _auto_or(_int_at_least(0)), default=d.gpus_per_atom)
     cpus = section.take("cpus_per_atom", _int_at_least(1), default=d.cpus_per_atom)
     mem = section.take("mem_per_atom", _memory, default=d.mem_per_atom)
@@ -300,8 +359,19 @@ def _parse_controller(raw: object, problems: list[str]) -> ControllerSpec:
     poll = section.take("poll_interval", _positive_duration, default=d.poll_interval)
     margin = section.take("stop_margin", _duration, default=d.stop_margin)
     grace = section.take("stop_grace", _positive_duration, default=d.stop_grace)
-    section.reject_unknown(("poll_interval", "stop_margin", "stop_grace"))
-    return ControllerSpec(poll or d.poll_interval, d.stop_margin if margin is None else margin, grace or d.stop_grace)
+    hang = section.take("hang_timeout", _hang_timeout, default=d.hang_timeout)
+    section.reject_unknown(("poll_interval", "stop_margin", "stop_grace", "hang_timeout"))
+    return ControllerSpec(poll or d.poll_interval, d.stop_margin if margin is None else margin, grace or d.stop_grace,
+                          hang)
+
+
+def _hang_timeout(value: Any) -> float | None:
+    if isinstance(value, str) and value.strip().lower() in ("auto", "none"):
+        return None if value.strip().lower() == "auto" else math.inf
+    try:
+        return _positive_duration(value)
+    except ValueError:
+        raise ValueError(f"expected auto, none or a duration (like 10m), got {shown(value)}") from None
 
 
 _SCHEDULER_KEYS = ("kind", "r", "R", "eta") + _ASHA_ONLY + _HYPERSCHED_ONLY
@@ -312,7 +382,7 @@ def _profile(value: Any, base_dir: Path) -> tuple[Scaling, float | None]:
     from hpcsched.profile_file import read_profile
 
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"expected the path of a profile file, got {value!r}")
+        raise ValueError(f"expected the path of a profile file, got {shown(value)}")
     path = Path(value)
     return read_profile(path if path.is_absolute() else base_dir / path)
 
@@ -323,9 +393,9 @@ def _parse_scheduler(raw: Mapping, path: str, problems: list[str], base_dir: Pat
     s = _Section(raw, path, problems)
     d = SchedulerSpec()
     kind = s.take("kind", _one_of(*SCHEDULER_KINDS), default=d.kind)
-    r = s.take("r", _int_at_least(1), default=d.r)
-    R = s.take("R", _int_at_least(1), default=d.R)
-    eta = s.take("eta", _number_at_least(2), default=d.eta)
+    r = s.take("r", _at_most(_int_at_least(1), MAX_STEPS), default=d.r)
+    R = s.take("R", _at_most(_int_at_least(1), MAX_STEPS), default=d.R)
+    eta = s.take("eta", _at_most(_number_at_least(2), MAX_ETA), default=d.eta)
     values: dict[str, Any] = {}
     for key, parse in (("atoms_per_trial", _int_at_least(1)), ("speculative", _bool),
                        ("rung_trust", _one_of(*RUNG_TRUST)), ("retrospective", _one_of(*RETROSPECTIVE)),
@@ -343,7 +413,7 @@ def _parse_scheduler(raw: Mapping, path: str, problems: list[str], base_dir: Pat
         if profile is not None:
             if "scaling" in raw:
                 problems.append(f"{path}.profile: gives the scaling itself; remove {path}.scaling "
-                                f"(got both {raw['scaling']!r} and {raw['profile']!r})")
+                                f"(got both {shown(raw['scaling'])} and {shown(raw['profile'])})")
             values["scaling"] = profile[0]
             if profile[1] is not None and "startup_estimate" not in raw:
                 values["startup_estimate"] = profile[1]
@@ -353,7 +423,7 @@ def _parse_scheduler(raw: Mapping, path: str, problems: list[str], base_dir: Pat
         if key in raw:
             owners = "hypersched" if kind != "hypersched" else "asha, random or one_epoch"
             problems.append(f"{path}.{key}: only for kind {owners}, "
-                            f"not for kind {kind!r} (got {raw[key]!r})")
+                            f"not for kind {shown(kind)} (got {shown(raw[key])})")
     if isinstance(r, int) and isinstance(R, int) and r > R:
         problems.append(f"{path}.r: must be <= R ({R}), got {r}")
     if len(problems) != before:
@@ -377,7 +447,7 @@ def _parse_variants(raw: list | None, base_raw: Mapping, base: SchedulerSpec | N
         overrides = v.take("scheduler", _mapping, default={})
         v.reject_unknown(("name", "scheduler"))
         if name is not None and name in seen:
-            problems.append(f"{path}.name: duplicate variant name {name!r}")
+            problems.append(f"{path}.name: duplicate variant name {shown(name)}")
         seen.add(name or "")
         if overrides is None:
             continue
@@ -419,9 +489,9 @@ def _parse_workload(raw: object, base_dir: Path, problems: list[str],
                 checked_traces[key] = check_trace_file(resolved, needs_time=step_time is None)
             problem = checked_traces[key]
             if problem:
-                problems.append(f"workload.path: {problem} ({str(resolved)!r})")
+                problems.append(f"workload.path: {problem} ({shown(str(resolved))})")
     elif path is not None:
-        problems.append(f"workload.path: only for kind 'trace', got {path!r}")
+        problems.append(f"workload.path: only for kind 'trace', got {shown(path)}")
     if len(problems) != before:
         return None
     return WorkloadSpec(kind=kind, path=resolved, step_time=step_time if step_time is not None else d.step_time,
@@ -434,13 +504,13 @@ def _parse_matrix(raw: object, problems: list[str]) -> list[tuple[str, list]]:
     if raw is None:
         return []
     if not isinstance(raw, Mapping) or not raw:
-        problems.append(f"matrix: expected a mapping of field paths to lists of values, got {raw!r}")
+        problems.append(f"matrix: expected a mapping of field paths to lists of values, got {shown(raw)}")
         return []
     out = []
     for key, values in raw.items():
         key = str(key)
         if not isinstance(values, list) or not values:
-            problems.append(f"matrix.{key}: expected a non-empty list of values, got {values!r}")
+            problems.append(f"matrix.{key}: expected a non-empty list of values, got {shown(values)}")
             continue
         if key.split(".")[0] in _TOP_KEYS:
             paths = [key]
@@ -452,7 +522,7 @@ def _parse_matrix(raw: object, problems: list[str]) -> list[tuple[str, list]]:
             continue
         bad = [p for p in paths if p.split(".")[0] in ("matrix", "variants", "name") or p.split(".")[0] not in _TOP_KEYS]
         if bad:
-            problems.append(f"matrix.{key}: cannot vary {bad[0]!r}")
+            problems.append(f"matrix.{key}: cannot vary {shown(bad[0])}")
             continue
         out.append((key, values))
     return out
@@ -495,7 +565,7 @@ class _Section:
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
-            problems.append(f"{path or '(top level)'}: expected a mapping, got {raw!r}")
+            problems.append(f"{path or '(top level)'}: expected a mapping, got {shown(raw)}")
             raw = {}
         self.raw = raw
 
@@ -522,34 +592,46 @@ class _Section:
 
 def _string(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"expected a non-empty string, got {value!r}")
+        raise ValueError(f"expected a non-empty string, got {shown(value)}")
     return value.strip()
+
+
+def _run_name(value: Any) -> str:
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value.strip()):
+        raise ValueError(f"expected a name of letters, digits, '.', '_' and '-' (at most 100, starting with a "
+                         f"letter or digit; it names the run directory), got {shown(value)}")
+    return value.strip()
+
+
+def _default_name(source: Path | None) -> str:
+    stem = source.stem if source else "experiment"
+    return stem if NAME_PATTERN.fullmatch(stem) else "experiment"
 
 
 def _mapping(value: Any) -> Mapping:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ValueError(f"expected a mapping, got {value!r}")
+        raise ValueError(f"expected a mapping, got {shown(value)}")
     return value
 
 
 def _list_of_mappings(value: Any) -> list:
     if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
-        raise ValueError(f"expected a list of mappings, got {value!r}")
+        raise ValueError(f"expected a list of mappings, got {shown(value)}")
     return value
 
 
 def _bool(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
+        raise ValueError(f"expected true or false, got {shown(value)}")
     return value
 
 
 def _one_of(*choices: str) -> Callable[[Any], str]:
     def parse(value: Any) -> str:
         if not isinstance(value, str) or value.strip().lower() not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
+            raise ValueError(f"expected one of {', '.join(choices)}, got {shown(value)}")
         return value.strip().lower()
 
     return parse
@@ -561,20 +643,32 @@ def _int_at_least(low: int) -> Callable[[Any], int]:
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
             else:
-                raise ValueError(f"expected an integer >= {low}, got {value!r}")
+                raise ValueError(f"expected an integer >= {low}, got {shown(value)}")
         if value < low:
-            raise ValueError(f"must be >= {low}, got {value!r}")
+            raise ValueError(f"must be >= {low}, got {shown(value)}")
         return value
 
     return parse
 
 
+def _at_most(parse: Callable[[Any], Any], high: float) -> Callable[[Any], Any]:
+    """``parse``, then an upper bound (sizes that would make the run allocate without end)."""
+
+    def bounded(value: Any) -> Any:
+        value = parse(value)
+        if value > high:
+            raise ValueError(f"must be <= {int(high) if float(high).is_integer() else high}, got {shown(value)}")
+        return value
+
+    return bounded
+
+
 def _number_at_least(low: float) -> Callable[[Any], float]:
     def parse(value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"expected a number >= {low:g}, got {value!r}")
+            raise ValueError(f"expected a number >= {low:g}, got {shown(value)}")
         if value < low:
-            raise ValueError(f"must be >= {low:g}, got {value!r}")
+            raise ValueError(f"must be >= {low:g}, got {shown(value)}")
         return value
 
     return parse
@@ -582,7 +676,7 @@ def _number_at_least(low: float) -> Callable[[Any], float]:
 
 def _fraction(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ValueError(f"expected a number in [0, 1], got {value!r}")
+        raise ValueError(f"expected a number in [0, 1], got {shown(value)}")
     return float(value)
 
 
@@ -601,7 +695,7 @@ def _auto_or(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
 def _memory(value: Any) -> str:
     text = str(value).strip().upper() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
     if not text or not (text.isdigit() or (text[:-1].isdigit() and text[-1] in "KMGT")):
-        raise ValueError(f"expected a memory size like 4G or 4096M, got {value!r}")
+        raise ValueError(f"expected a memory size like 4G or 4096M, got {shown(value)}")
     return text
 
 
@@ -613,13 +707,13 @@ def _duration(value: Any) -> float:
     try:
         return parse_duration(value)
     except ValueError:
-        raise ValueError(f"expected a duration (seconds, or like 90s, 30m, 2h), got {value!r}") from None
+        raise ValueError(f"expected a duration (seconds, or like 90s, 30m, 2h), got {shown(value)}") from None
 
 
 def _positive_duration(value: Any) -> float:
     seconds = _duration(value)
     if seconds <= 0:
-        raise ValueError(f"must be > 0, got {value!r}")
+        raise ValueError(f"must be > 0, got {shown(value)}")
     return seconds
 
 
@@ -629,13 +723,13 @@ def _entrance(value: Any) -> str | float:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
         return float(value)
     raise ValueError(f"expected deadline, adaptive, none, or the fraction of the deadline spent exploring (0 < f <= 1), "
-                     f"got {value!r}")
+                     f"got {shown(value)}")
 
 
 def _scaling(value: Any, path: str, problems: list[str]) -> Scaling:
     nested: list[str] = []
     scaling = parse_scaling(value, path, nested)
-    if scaling is None:
+    if scaling is None or nested:
         # parse_scaling names the path itself; strip it so _Section adds it once.
         raise ValueError("; ".join(p.split(": ", 1)[1] if p.startswith(path + ":") else p for p in nested))
     return scaling
@@ -645,5 +739,5 @@ def _trainable_ref(value: Any) -> str:
     text = _string(value)
     target, sep, function = text.rpartition(":")
     if not sep or not target or not function.isidentifier():
-        raise ValueError(f"expected 'path/to/file.py:function' or 'module:function', got {value!r}")
+        raise ValueError(f"expected 'path/to/file.py:function' or 'module:function', got {shown(value)}")
     return text

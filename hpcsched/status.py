@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 from hpcsched.durations import format_duration
 from hpcsched.journal import read_journal
+from hpcsched.result import read_result
 from hpcsched.rundir import RunDir
 from hpcsched.state import RunState
 
@@ -33,12 +34,7 @@ def collect_status(run_dir: RunDir, now: float | None = None) -> dict[str, Any]:
         trials.append({"trial": t.trial_id, "status": t.status, "atoms": len(t.atoms), "step": t.step,
                        "last_score": t.last_score, "best_score": t.best_score, "launches": t.launches,
                        "atom_ids": list(t.atoms), "config": t.config, "error": t.error.splitlines()[-1] if t.error else ""})
-    result = None
-    if run_dir.result.exists():
-        try:
-            result = json.loads(run_dir.result.read_text())
-        except ValueError:
-            result = None
+    result = read_result(run_dir)
     return {
         "run_dir": str(run_dir.path),
         "name": started.name if started else None,

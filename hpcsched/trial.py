@@ -18,18 +18,22 @@ relaunched later from that checkpoint, possibly on another number of atoms.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import pickle
 import signal
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-CHECKPOINT_PREFIX = "step-"
+from hpcsched.rundir import JOURNAL, TRIALS, TrialPaths, privacy_problem
+from hpcsched.scores import (CHECKPOINT_PREFIX, CHECKPOINT_SUFFIXES, ExitLine, ReportLine, ScoresReader,
+                             StartedLine, append_line, checkpoint_name, checkpoint_step)
+
+STOP_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM)  # "checkpoint at the next step and exit"
 
 
 class StopTrial(BaseException):
@@ -59,17 +63,17 @@ class TrialLaunch:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def paths(self) -> TrialPaths:
+        return TrialPaths.of(self.run_dir, self.trial_id)
+
+    @property
     def trial_dir(self) -> Path:
-        return Path(self.run_dir) / "trials" / self.trial_id
-
-
-def checkpoint_name(step: int, suffix: str) -> str:
-    return f"{CHECKPOINT_PREFIX}{step:08d}{suffix}"
+        return self.paths.root
 
 
 def find_checkpoint(directory: Path, step: int) -> Path | None:
     """The checkpoint file saved at ``step`` in ``directory``, if any."""
-    for suffix in (".pt", ".pkl"):
+    for suffix in CHECKPOINT_SUFFIXES:
         path = directory / checkpoint_name(step, suffix)
         if path.exists():
             return path
@@ -85,23 +89,39 @@ def save_payload(obj: Any, path_without_suffix: Path) -> Path:
     torch = _torch_loaded()
     path = path_without_suffix.with_suffix(".pt" if torch is not None else ".pkl")
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    with open(tmp, "wb") as f:
-        if torch is not None:
-            torch.save(obj, f)
-        else:
-            pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            if torch is not None:
+                torch.save(obj, f)
+            else:
+                pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk keeps no half checkpoint
+        raise
     return path
 
 
 def load_checkpoint(path: str | Path) -> Any:
-    """Load a checkpoint of a run (e.g. the one result.json names), refusing a run directory
-    that others could have written to."""
+    """Load a checkpoint of a run (e.g. the one result.json names).
+
+    Only a checkpoint file of a run's trial (RUN/trials/<id>/checkpoints/step-N.pt|.pkl, after
+    resolving links) is loaded, and only when the file and every directory from the run
+    directory down to it are private to you: unpickling runs code, so nobody else may have
+    been able to plant it.
+    """
     path = Path(path).resolve()
-    run_dir = next((p for p in path.parents if (p / "events.jsonl").exists()), path.parent)
-    check_private(run_dir)
+    checkpoints = path.parent
+    trial_dir = checkpoints.parent
+    trials = trial_dir.parent
+    run_dir = trials.parent
+    if checkpoint_step(path.name) is None or checkpoints.name != TrialPaths(trial_dir).checkpoints.name \
+            or trials.name != TRIALS or not (run_dir / JOURNAL).is_file():
+        raise PermissionError(f"{path}: not a checkpoint of a run (expected RUN/{TRIALS}/<trial>/"
+                              f"checkpoints/{checkpoint_name(1, '.pt')}-style files); refusing to load it")
+    check_private(run_dir, trials, trial_dir, checkpoints, path)
     return load_payload(path)
 
 
@@ -115,13 +135,12 @@ def load_payload(path: Path) -> Any:
         return pickle.load(f)
 
 
-def check_private(run_dir: Path) -> None:
-    """Refuse to unpickle from a run directory that others can write to."""
-    from hpcsched.rundir import privacy_problem
-
-    problem = privacy_problem(run_dir)
-    if problem:
-        raise PermissionError(f"{run_dir}: {problem}: refusing to load from it")
+def check_private(*paths: Path) -> None:
+    """Refuse to unpickle from a place that others can write to."""
+    for path in paths:
+        problem = privacy_problem(path)
+        if problem:
+            raise PermissionError(f"{path}: {problem}: refusing to load from it")
 
 
 class TrialContext:
@@ -143,15 +162,16 @@ class TrialContext:
         self.rank, self.local_rank, self.world_size = rank, local_rank, world_size
         self.master_addr = os.environ.get("MASTER_ADDR", "127.0.0.1")  # rank 0's host, for torch.distributed
         self.master_port = int(os.environ.get("MASTER_PORT", "29500"))
-        self.trial_dir = launch.trial_dir
-        self.checkpoint_dir = self.trial_dir / "checkpoints"
+        self.paths = launch.paths
+        self.trial_dir = self.paths.root
+        self.checkpoint_dir = self.paths.checkpoints
         self.stop_requested = False
         self.stopped = False  # the trial left because of a stop request
         self.stop_consensus: Callable[[bool], bool] | None = None  # set by distributed helpers
         self.checkpoint_step = launch.from_step
         self._last_step = launch.from_step
         self._started = False
-        self._best_score, self._best_step = _best_so_far(self.trial_dir / "scores.jsonl", launch.mode)
+        self._best_score, self._best_step = _best_so_far(self.paths.scores, launch.mode)
 
     # ------------------------------------------------------------ for trainables
 
@@ -164,18 +184,18 @@ class TrialContext:
         """The state saved with the checkpoint this launch resumes from; None on a fresh start."""
         if self.start_step <= 0:
             return None
-        check_private(Path(self.launch.run_dir))
         path = find_checkpoint(self.checkpoint_dir, self.start_step)
         if path is None:
             raise FileNotFoundError(f"trial {self.trial_id}: no checkpoint for step {self.start_step} "
                                     f"in {self.checkpoint_dir}")
+        check_private(Path(self.launch.run_dir), self.trial_dir.parent, self.trial_dir, self.checkpoint_dir, path)
         return load_payload(path)
 
     def ready(self) -> None:
         """Mark setup (and restore) as done: the controller measures startup time up to here."""
         if not self._started:
             self._started = True
-            self._write_line({"kind": "started"})
+            self._write_line(StartedLine(self.launch.launch_id, time.time()))
 
     def steps(self) -> Iterator[int]:
         """Steps to train: start_step + 1 .. max_steps; ends early when a stop is requested."""
@@ -204,20 +224,18 @@ class TrialContext:
             raise ValueError(f"report: score must be a finite number, got {score!r} at step {step}")
         self.ready()
         self._last_step = step
-        line: dict[str, Any] = {"kind": "report", "step": step, "score": score}
         if self.is_chief:
+            saved = ""
             if state is not None:
                 self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-                path = save_payload(state, self.checkpoint_dir / checkpoint_name(step, ""))
-                line["checkpoint"] = path.name
+                saved = save_payload(state, self.checkpoint_dir / checkpoint_name(step, "")).name
                 self.checkpoint_step = step
                 if self._best_score is None or (score > self._best_score if self.mode == "max"
                                                 else score < self._best_score):
                     self._best_score, self._best_step = score, step
                 self._prune_checkpoints()
-            if metrics:
-                line["metrics"] = {k: _plain(v) for k, v in metrics.items()}
-            self._write_line(line)
+            self._write_line(ReportLine(self.launch.launch_id, time.time(), step, score, saved,
+                                        {k: _plain(v) for k, v in metrics.items()}))
         elif state is not None:
             self.checkpoint_step = step
         if self._should_stop():
@@ -231,37 +249,30 @@ class TrialContext:
             return self.stop_consensus(self.stop_requested)
         return self.stop_requested
 
-    def _write_line(self, data: dict[str, Any]) -> None:
-        if not self.is_chief:
-            return
-        data = {"kind": data.pop("kind"), "t": time.time(), "launch": self.launch.launch_id, **data}
-        with open(self.trial_dir / "scores.jsonl", "a", encoding="utf-8") as f:
-            f.write(json.dumps(data, separators=(",", ":")) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+    def _write_line(self, line: StartedLine | ReportLine | ExitLine) -> None:
+        if self.is_chief:
+            append_line(self.paths.scores, line)
+
+    def write_exit(self, outcome: str, error: str = "") -> None:
+        """Record how this launch ended (the controller reads it instead of any pickle)."""
+        self._write_line(ExitLine(self.launch.launch_id, time.time(), outcome, self.checkpoint_step, error))
 
     def _prune_checkpoints(self) -> None:
         """Keep the latest checkpoint and the trial's best one."""
         keep = {self.checkpoint_step, self._best_step, self.start_step}
         for path in self.checkpoint_dir.glob(f"{CHECKPOINT_PREFIX}*"):
-            try:
-                step = int(path.stem[len(CHECKPOINT_PREFIX):])
-            except ValueError:
-                continue
-            if step not in keep:
+            step = checkpoint_step(path.name)
+            if step is not None and step not in keep:
                 path.unlink(missing_ok=True)
 
 
 def _best_so_far(scores: Path, mode: str) -> tuple[float | None, int | None]:
     """The best checkpointed report of earlier launches (so pruning keeps it)."""
-    from hpcsched.executors.scores import ScoresReader
-
     best, best_step = None, None
-    for data in ScoresReader(scores, None).read():
-        if data.get("kind") == "report" and data.get("checkpoint"):
-            s = data["score"]
-            if best is None or (s > best if mode == "max" else s < best):
-                best, best_step = s, data["step"]
+    for line in ScoresReader(scores, None).read():
+        if isinstance(line, ReportLine) and line.checkpoint:
+            if best is None or (line.score > best if mode == "max" else line.score < best):
+                best, best_step = line.score, line.step
     return best, best_step
 
 
@@ -298,15 +309,19 @@ def run_trial(launch: TrialLaunch) -> dict[str, Any]:
     def request_stop(signum, frame):  # noqa: ARG001
         ctx.stop_requested = True
 
-    for sig in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, request_stop)
     # tell the controller this rank can take a stop signal now (before, SIGUSR1 would kill it)
-    (launch.trial_dir / "launches" / f"{launch.launch_id}-r{rank}.ready").touch()
-    train = load_trainable(launch.trainable)
+    launch.paths.ready_file(launch.launch_id, rank).touch()
     try:
+        train = load_trainable(launch.trainable)
         train(dict(launch.config), ctx)
     except StopTrial:
         pass
+    except Exception as exc:
+        ctx.write_exit("errored", "".join(traceback.format_exception(exc)))
+        raise
     outcome = "checkpointed" if (ctx.stopped or ctx.stop_requested) and ctx._last_step < launch.max_steps \
         else "finished"
+    ctx.write_exit(outcome)
     return {"outcome": outcome, "step": ctx.checkpoint_step, "last_step": ctx._last_step}

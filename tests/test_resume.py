@@ -7,9 +7,11 @@ import os
 import signal
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from hpcsched.records import ControllerResumed, Exited, Launched, Reported, RunStarted, StopRequested, TrialCreated
+from hpcsched.records import (ControllerResumed, Exited, Launched, Reported, RunFinished, RunStarted, StopRequested,
+                              TrialCreated)
 from tests.runs import hpcsched, no_trial_processes_left, records, reports, start, wait_for, write_spec
 
 pytestmark = pytest.mark.slow
@@ -97,3 +99,43 @@ def test_interrupt_then_resume_relaunches_what_was_running(tmp_path):
         last = [r for r in before if isinstance(r, Exited) and r.trial == trial][-1]
         assert launch.from_step == last.step > 0
     assert json.loads((run / "result.json").read_text())["reason"] == "deadline"
+
+
+def test_twenty_sigkills_at_random_moments_lose_nothing(tmp_path):
+    """The controller is SIGKILLed 20 times at random moments and resumed each time."""
+    rng = np.random.default_rng(20)
+    spec = write_spec(tmp_path, deadline="90s", space={"quality": {"grid": [round(0.1 * i, 1) for i in range(1, 11)]},
+                                                       "step_time": 0.1},
+                      scheduler={"kind": "hypersched", "r": 4, "R": 80, "eta": 2, "resize_cooldown": 1})
+    run = tmp_path / "run"
+    journal = run / "events.jsonl"
+    kills, seen = 0, 0
+    while kills < 20:
+        args = ("run", str(spec), "--run-dir", str(run), "--quiet") + (("--resume",) if kills else ())
+        controller = start(*args)
+        assert wait_for(lambda: _lines(journal) > seen, timeout=60)
+        wait_for(lambda: controller.poll() is not None, timeout=float(rng.uniform(0.2, 2.0)))
+        if controller.poll() is not None:
+            break  # the run ended before this kill
+        os.kill(controller.pid, signal.SIGKILL)
+        controller.wait()
+        kills += 1
+        seen = _lines(journal)
+    assert kills == 20
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--resume", "--quiet", timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    recs = records(run)
+    started = next(r for r in recs if isinstance(r, RunStarted))
+    assert isinstance(recs[-1], RunFinished) and recs[-1].t <= started.deadline + 15  # deadline kept
+    created = [r.trial for r in recs if isinstance(r, TrialCreated)]
+    assert len(created) == len(set(created))  # no trial made twice
+    status = json.loads(hpcsched("status", str(run), "--json").stdout)
+    assert len(status["trials"]) == len(created)
+    assert all(t["status"] in ("completed", "paused", "terminated") for t in status["trials"]), status["trials"]
+    for trial in created:
+        assert not (run / "trials" / trial / "VIOLATION").exists(), f"{trial} ran twice at once"
+        assert all(line["metrics"]["steps_done"] == line["step"] for line in reports(run, trial))
+    result = json.loads((run / "result.json").read_text())
+    assert result["reason"] in ("deadline", "nothing left to run") and Path(result["best"]["checkpoint"]).exists()
+    assert no_trial_processes_left(run)

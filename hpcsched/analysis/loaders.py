@@ -225,11 +225,8 @@ def _best_of(reports: pd.DataFrame, mode: str) -> tuple[str | None, float | None
 
 
 def read_result(run_dir: Path | None) -> dict[str, Any] | None:
-    """The run's result.json (written at the end), or None when absent or unreadable."""
-    if run_dir is None:
-        return None
-    try:
-        data = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    """The run's result.json, or None when absent or unreadable."""
+    from hpcsched.result import read_result as read
+    from hpcsched.rundir import RunDir
+
+    return None if run_dir is None else read(RunDir(run_dir))

@@ -3,13 +3,18 @@
 Each launch of a trial pickles ``hpcsched.trial.run_trial(TrialLaunch)`` with submitit into
 ``trials/<id>/launches/`` and starts ``python -m submitit.core._submit`` there, directly
 (local) or through ``srun`` (SLURM). The controller follows the launch through its scores
-file (incremental reads), signals it to checkpoint and exit, and classifies its exit from
-submitit's result pickle. Subclasses say where atoms are and how processes are spawned.
+file (incremental, validated reads: scores.py), signals it to checkpoint and exit, and
+classifies its exit from the launch's exit line and the processes' exit codes. It never
+unpickles what a trial wrote (submitit's result pickle is left alone). A line that breaks the
+format ends that trial as errored, with the reason. Subclasses say where atoms are and how
+processes are spawned.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import math
 import os
 import shlex
@@ -18,17 +23,22 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from submitit.core import core, utils
 
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
-from hpcsched.executors.scores import ScoresReader
-from hpcsched.trial import TrialLaunch, run_trial
+from hpcsched.rundir import RESERVE_BYTES, TrialPaths
+from hpcsched.scores import BadLine, ExitLine, ReportLine, ScoresReader, StartedLine, check_report
+from hpcsched.trial import STOP_SIGNALS, TrialLaunch, run_trial
+
+log = logging.getLogger(__name__)
 
 SIGNAL_REPEAT_S = 1.0  # re-send a stop signal this often until the trial exits
+HANG_FLOOR_S = 300.0  # automatic hang timeout: at least this long without a line ...
+HANG_FACTOR = 10.0  # ... and this many times the longest gap between two lines seen in the run
 
 
 class TrialJob(core.Job):
@@ -90,10 +100,13 @@ class _Launch:
     started: bool = False  # the chief rank finished its setup (it may have progress to save)
     ready: bool = False  # every rank handles stop signals
     checkpoint_step: int = 0
+    last_step: int = 0  # the last step this launch reported (from_step before any)
     stop_requested_at: float | None = None
     last_signal: float = -math.inf
     killed: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    exit_line: ExitLine | None = None
+    last_output: float = 0.0  # when the controller last read a line of this launch (its launch time before)
+    bad_line: str = ""  # why this launch's scores were refused; ends it as errored
 
 
 @dataclass(frozen=True)
@@ -105,6 +118,7 @@ class ProcessSettings:
     mode: str
     poll_interval: float = 0.25
     stop_grace: float = 60.0  # after a stop request, how long a trial may take to exit before it is killed
+    hang_timeout: float | None = None  # see hang_limit; None: from the measured gaps between lines
 
 
 class ProcessExecutor:
@@ -114,6 +128,7 @@ class ProcessExecutor:
         self.settings = settings
         self.clock = clock
         self._live: dict[str, _Launch] = {}
+        self._longest_gap = 0.0  # between two lines of a launch (or its start and first line), over the run
 
     # ------------------------------------------------------------ for subclasses
 
@@ -134,8 +149,9 @@ class ProcessExecutor:
     # ------------------------------------------------------------ executor protocol
 
     def launch(self, request: LaunchRequest) -> None:
-        trial_dir = self.settings.run_dir / "trials" / request.trial_id
-        folder = trial_dir / "launches"
+        _check_free_space(self.settings.run_dir)
+        paths = TrialPaths.of(self.settings.run_dir, request.trial_id)
+        folder = paths.launches
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         launch_id = launch_id_of(request.trial_id, request.number)
         s = self.settings
@@ -149,10 +165,16 @@ class ProcessExecutor:
         now = self.clock.now()
         record = {"launch": launch_id, "host": socket.gethostname(), "t": now,
                   "pids": [p.pid for p in submitter.processes], "atoms": list(request.atoms)}
-        (folder / f"{launch_id}.json").write_text(json.dumps(record))
+        try:
+            paths.launch_record(launch_id).write_text(json.dumps(record))
+        except OSError:
+            for process in submitter.processes:  # not followed by anyone: do not leave it running
+                process.kill()
+            raise
         self._live[request.trial_id] = _Launch(request, launch, folder, submitter.processes,
-                                               ScoresReader(trial_dir / "scores.jsonl", launch_id), now,
-                                               world_size=world, checkpoint_step=request.from_step)
+                                               ScoresReader(paths.scores, launch_id), now, world_size=world,
+                                               checkpoint_step=request.from_step, last_step=request.from_step,
+                                               last_output=now)
 
     def request_stop(self, trial_id: str) -> None:
         launch = self._live.get(trial_id)
@@ -168,6 +190,12 @@ class ProcessExecutor:
         events: list[Event] = []
         for trial_id, launch in list(self._live.items()):
             events.extend(self._read_lines(launch, now))
+            if launch.bad_line:
+                self._end_processes(launch)
+                events.append(TrialExit(trial_id, now, "errored", launch.checkpoint_step,
+                                        f"refused its scores file: {launch.bad_line}"))
+                del self._live[trial_id]
+                continue
             codes = [p.poll() for p in launch.processes]
             if any(c not in (None, 0) for c in codes) and any(c is None for c in codes):
                 self._end_processes(launch)  # one rank failed: the others would hang in their collectives
@@ -175,6 +203,14 @@ class ProcessExecutor:
             if all(c is not None for c in codes):
                 events.extend(self._read_lines(launch, now))
                 events.append(self._exit_event(launch, codes, now))
+                del self._live[trial_id]
+                continue
+            silent = now - launch.last_output
+            if launch.stop_requested_at is None and silent > hang_limit(self.settings.hang_timeout, self._longest_gap):
+                log.warning("trial %s: no output for %.0f s; killing it as hung", trial_id, silent)
+                self._end_processes(launch)
+                events.append(TrialExit(trial_id, now, "errored", launch.checkpoint_step,
+                                        f"hung: no output for {silent:.0f} s (controller.hang_timeout); killed"))
                 del self._live[trial_id]
                 continue
             if launch.stop_requested_at is not None:
@@ -203,8 +239,8 @@ class ProcessExecutor:
         last checkpoint (it died with the old controller or allocation).
         """
         launch_id = launch_id_of(trial_id, launches)
-        folder = self.settings.run_dir / "trials" / trial_id / "launches"
-        pids = _alive_orphans(folder / f"{launch_id}.json", folder)
+        paths = TrialPaths.of(self.settings.run_dir, trial_id)
+        pids = _alive_orphans(paths.launch_record(launch_id), paths.launches)
         if pids:
             deadline = time.monotonic() + self.settings.stop_grace
             next_signal = 0.0
@@ -219,20 +255,30 @@ class ProcessExecutor:
                 _send(pid, signal.SIGKILL)
         now = self.clock.now()
         events: list[Event] = []
-        checkpoint_step = from_step
-        for line in ScoresReader(self.settings.run_dir / "trials" / trial_id / "scores.jsonl", launch_id).read():
-            if line.get("kind") != "report":
-                continue
-            if line.get("checkpoint"):
-                checkpoint_step = max(checkpoint_step, int(line["step"]))
-            if int(line["step"]) > last_step:
-                events.append(TrialReport(trial_id, min(now, float(line.get("t", now))), int(line["step"]),
-                                          float(line["score"]), line.get("checkpoint", "")))
-        result = _load_result(folder, launch_id)
-        if result is None:
+        checkpoint_step, step, exit_line = from_step, 0, None  # reports restart after the launch's own start
+        for line in ScoresReader(paths.scores, launch_id).read():
+            if isinstance(line, BadLine):
+                events.append(TrialExit(trial_id, now, "errored", checkpoint_step,
+                                        f"refused its scores file: {line.reason}"))
+                return events
+            if isinstance(line, ExitLine):
+                exit_line = line
+            elif isinstance(line, ReportLine):
+                bad = check_report(line, step, self.settings.max_steps)
+                if bad is not None:
+                    events.append(TrialExit(trial_id, now, "errored", checkpoint_step,
+                                            f"refused its scores file: {bad.reason}"))
+                    return events
+                step = line.step
+                if line.checkpoint:
+                    checkpoint_step = max(checkpoint_step, line.step)
+                if line.step > last_step:
+                    events.append(TrialReport(trial_id, _clamp(line.t, -math.inf, now), line.step, line.score,
+                                              line.checkpoint))
+        if exit_line is None or exit_line.outcome == "checkpointed":
             events.append(TrialExit(trial_id, now, "checkpointed", checkpoint_step))
         else:
-            events.append(_classify(trial_id, now, result, checkpoint_step, "", folder, launch_id))
+            events.append(TrialExit(trial_id, now, exit_line.outcome, checkpoint_step, exit_line.error))
         return events
 
     # ------------------------------------------------------------ internals
@@ -240,18 +286,31 @@ class ProcessExecutor:
     def _read_lines(self, launch: _Launch, now: float) -> list[Event]:
         events: list[Event] = []
         trial_id = launch.request.trial_id
-        for line in launch.reader.read():
-            t = min(now, max(launch.launched_at, float(line.get("t", now))))
-            kind = line.get("kind")
-            if kind == "started":
+        lines = launch.reader.read() if not launch.bad_line else []
+        if lines:
+            self._longest_gap = max(self._longest_gap, now - launch.last_output)
+            launch.last_output = now
+        for line in lines:
+            if isinstance(line, ReportLine):
+                bad = check_report(line, launch.last_step, self.settings.max_steps)
+                if bad is not None:
+                    line = bad
+            if isinstance(line, BadLine):
+                log.warning("trial %s: refused its scores file: %s", trial_id, line.reason)
+                launch.bad_line = line.reason
+                break
+            t = _clamp(line.t, launch.launched_at, now)
+            if isinstance(line, StartedLine):
                 launch.started = True
                 events.append(TrialStarted(trial_id, t))
-            elif kind == "report":
+            elif isinstance(line, ReportLine):
                 launch.started = True
-                checkpoint = str(line.get("checkpoint", ""))
-                if checkpoint:
-                    launch.checkpoint_step = int(line["step"])
-                events.append(TrialReport(trial_id, t, int(line["step"]), float(line["score"]), checkpoint))
+                launch.last_step = line.step
+                if line.checkpoint:
+                    launch.checkpoint_step = line.step
+                events.append(TrialReport(trial_id, t, line.step, line.score, line.checkpoint))
+            else:
+                launch.exit_line = line
         if launch.started and launch.stop_requested_at is not None and launch.last_signal == -math.inf \
                 and self._ready(launch):
             self._signal(launch)
@@ -260,8 +319,7 @@ class ProcessExecutor:
     def _ready(self, launch: _Launch) -> bool:
         """Every rank installed its stop handlers (each touches <launch>-r<rank>.ready)."""
         if not launch.ready:
-            launch.ready = sum(1 for _ in launch.folder.glob(f"{launch.launch.launch_id}-r*.ready")) \
-                >= launch.world_size
+            launch.ready = len(launch.launch.paths.ready_files(launch.launch.launch_id)) >= launch.world_size
         return launch.ready
 
     def _signal(self, launch: _Launch) -> None:
@@ -293,16 +351,30 @@ class ProcessExecutor:
                 pass
 
     def _exit_event(self, launch: _Launch, codes: list[int | None], now: float) -> TrialExit:
+        """Asked to stop and killed: its last checkpoint counts. Otherwise the exit line the
+        trial wrote says how it ended, provided every process exited cleanly."""
         trial_id = launch.request.trial_id
         if launch.killed and launch.stop_requested_at is not None:
             return TrialExit(trial_id, now, "checkpointed", launch.checkpoint_step)
-        result = _load_result(launch.folder, launch.launch.launch_id)
-        if result is None:
-            tail = _tail(launch.folder, launch.launch.launch_id)
-            return TrialExit(trial_id, now, "errored", launch.checkpoint_step,
-                             f"process ended without a result ({_describe_codes(codes)}){tail}")
-        return _classify(trial_id, now, result, launch.checkpoint_step, _describe_codes(codes),
-                         launch.folder, launch.launch.launch_id)
+        line = launch.exit_line
+        # a stop signal repeated while the process was already exiting may end it by that signal
+        clean = all(c == 0 or c is not None and -c in STOP_SIGNALS for c in codes)
+        if line is not None and line.outcome != "errored" and clean:
+            return TrialExit(trial_id, now, line.outcome, launch.checkpoint_step)
+        tail = _tail(launch.folder, launch.launch.launch_id)
+        if line is not None and line.error:
+            error = "\n".join(line.error.strip().splitlines()[-12:])
+            return TrialExit(trial_id, now, "errored", launch.checkpoint_step, error)
+        what = "without saying how it ended" if clean else f"({_describe_codes(codes)})"
+        return TrialExit(trial_id, now, "errored", launch.checkpoint_step, f"process ended {what}{tail}")
+
+
+def hang_limit(configured: float | None, longest_gap: float) -> float:
+    """How long a launch may write nothing before it counts as hung: the configured timeout, or
+    (None) max(HANG_FLOOR_S, HANG_FACTOR x the longest gap between lines measured so far)."""
+    if configured is not None:
+        return configured
+    return max(HANG_FLOOR_S, HANG_FACTOR * longest_gap)
 
 
 def launch_id_of(trial_id: str, number: int) -> str:
@@ -310,24 +382,19 @@ def launch_id_of(trial_id: str, number: int) -> str:
     return f"{trial_id}-l{number}"
 
 
-def _load_result(folder: Path, launch_id: str) -> tuple[str, Any] | None:
-    path = utils.JobPaths(folder, job_id=launch_id, task_id=0).result_pickle
-    if not path.exists():
-        return None
+def _check_free_space(run_dir: Path) -> None:
+    """Refuse to launch onto a full file system (the trial could save nothing): ENOSPC."""
     try:
-        return utils.pickle_load(path)
-    except Exception as exc:  # noqa: BLE001 - a torn or foreign pickle is reported, not raised
-        return ("error", f"unreadable result pickle {path}: {exc}")
+        st = os.statvfs(run_dir)
+    except OSError:
+        return
+    if st.f_bavail * st.f_frsize < RESERVE_BYTES:
+        raise OSError(errno.ENOSPC, f"{st.f_bavail * st.f_frsize} bytes free for checkpoints", str(run_dir))
 
 
-def _classify(trial_id: str, now: float, result: tuple[str, Any], checkpoint_step: int, codes: str,
-              folder: Path, launch_id: str) -> TrialExit:
-    status, value = result
-    if status == "success" and isinstance(value, dict) and value.get("outcome") in ("finished", "checkpointed"):
-        return TrialExit(trial_id, now, value["outcome"], int(value.get("step", checkpoint_step)))
-    text = str(value).strip().splitlines()
-    error = "\n".join(text[-12:]) if text else f"failed {codes}"
-    return TrialExit(trial_id, now, "errored", checkpoint_step, error)
+def _clamp(t: float, low: float, high: float) -> float:
+    """A time the trial wrote, kept within what the controller saw (NaN: ``high``)."""
+    return high if math.isnan(t) else min(high, max(low, t))
 
 
 def _describe_code(code: int | None) -> str:
@@ -348,7 +415,8 @@ def _describe_codes(codes: list[int | None]) -> str:
 def _tail(folder: Path, launch_id: str, lines: int = 12) -> str:
     """The end of the launch's error log (and of srun's own log, on SLURM)."""
     text: list[str] = []
-    for path in (utils.JobPaths(folder, job_id=launch_id, task_id=0).stderr, folder / f"{launch_id}_srun.log"):
+    for path in (utils.JobPaths(folder, job_id=launch_id, task_id=0).stderr,
+                 TrialPaths(folder.parent).srun_log(launch_id)):
         try:
             text += path.read_text(errors="replace").strip().splitlines()
         except OSError:
@@ -378,19 +446,24 @@ def _send(pid: int, sig: int) -> None:
 
 
 def _alive_orphans(record: Path, folder: Path) -> list[int]:
-    """Pids of a launch record that still run this launch on this host (checked by command line)."""
+    """Pids on this host that still run a launch of this trial: those of the launch record, and
+    any process whose command line names the trial's launches folder (a controller killed
+    between spawning a launch and writing its record leaves one with no record)."""
     try:
         data = json.loads(record.read_text())
     except (OSError, ValueError):
+        data = {}
+    if data.get("host", socket.gethostname()) != socket.gethostname():
         return []
-    if data.get("host") != socket.gethostname():
-        return []
+    marker = str(folder)
     alive = []
-    for pid in data.get("pids", []):
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if str(folder) in cmdline and _pid_alive(pid):
-            alive.append(pid)
+        if marker in cmdline and _pid_alive(int(entry)):
+            alive.append(int(entry))
     return alive

@@ -275,7 +275,7 @@ class SlurmExecutor(ProcessExecutor):
             hostfile = folder / f"{launch.launch_id}.hosts"
             hostfile.write_text("\n".join(hostfile_lines(layout)) + "\n")
             env["SLURM_HOSTFILE"] = str(hostfile)
-        log = open(folder / f"{launch.launch_id}_srun.log", "ab")
+        log = open(launch.paths.srun_log(launch.launch_id), "ab")
         try:
             process = subprocess.Popen(srun, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                        start_new_session=True)

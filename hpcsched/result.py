@@ -1,0 +1,94 @@
+"""``result.json``, the run's answer: the best report that saved a checkpoint which still exists.
+
+It is written atomically whenever a checkpointed report improves on the best (``ResultKeeper``,
+so the answer exists before the deadline whatever happens later: a killed controller, a full
+disk) and once more when the run ends. ``reason`` is ``unfinished`` until then.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import json
+import logging
+from typing import Any
+
+from hpcsched.records import Record, Reported
+from hpcsched.rundir import RunDir
+from hpcsched.spec import Spec
+from hpcsched.state import RunState
+
+log = logging.getLogger(__name__)
+
+UNFINISHED = "unfinished"
+
+
+def iso_time(t: float) -> str:
+    return dt.datetime.fromtimestamp(t).isoformat(timespec="seconds")
+
+
+def build_result(spec: Spec, variant: str, run_dir: RunDir, state: RunState) -> dict[str, Any]:
+    """The answer as the state stands: the best checkpointed report whose file still exists."""
+    best = None
+    for trial in state.trials.values():
+        if trial.best_checkpoint and state.better(trial.best_checkpoint_score, best[0] if best else None):
+            path = run_dir.trial(trial.trial_id).checkpoint(trial.best_checkpoint)
+            if path.exists():
+                best = (trial.best_checkpoint_score, trial, path)
+    started = state.started
+    finished = state.finished
+    result: dict[str, Any] = {
+        "name": spec.name, "variant": variant, "metric": spec.metric.name, "mode": spec.metric.mode,
+        "reason": finished.reason if finished else UNFINISHED,
+        "best": None,
+        "trials_started": len(state.trials),
+        "trials": {s: n for s, n in state.counts.items() if n},
+        "resizes": state.resizes, "pauses": state.pauses, "promotions": state.promotions,
+        "exploration_closed_at": state.entrance_closed_at,
+        "started_at": started.t if started else None,
+        "deadline": started.deadline if started else None,
+        "deadline_iso": iso_time(started.deadline) if started else None,
+        "finished_at": finished.t if finished else None,
+    }
+    if best is not None:
+        score, trial, path = best
+        result["best"] = {"trial": trial.trial_id, "config": trial.config, "score": score,
+                          "step": trial.best_checkpoint_step, "checkpoint": str(path)}
+    return result
+
+
+def read_result(run_dir: RunDir) -> dict[str, Any] | None:
+    """The run's result.json, or None when absent or unreadable."""
+    try:
+        data = json.loads(run_dir.result.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_result(run_dir: RunDir, result: dict[str, Any]) -> bool:
+    """Write result.json atomically; on a full disk free the run's reserve and try once more.
+    Returns whether it was written (a failure is logged, not raised: the run goes on)."""
+    for attempt in range(2):
+        try:
+            run_dir.write_json(run_dir.result, result)
+            return True
+        except OSError as exc:
+            if attempt == 0 and exc.errno == errno.ENOSPC and run_dir.release_reserve():
+                continue
+            log.error("%s: could not write result.json: %s", run_dir.path, exc)
+            return False
+    return False
+
+
+class ResultKeeper:
+    """Rewrites result.json on every checkpointed report that improves on the best (on_record hook)."""
+
+    def __init__(self, spec: Spec, variant: str, run_dir: RunDir):
+        self.spec, self.variant, self.run_dir = spec, variant, run_dir
+        self._best: float | None = None
+
+    def on_record(self, record: Record, state: RunState) -> None:
+        if isinstance(record, Reported) and record.checkpoint and state.better(record.score, self._best):
+            self._best = record.score
+            write_result(self.run_dir, build_result(self.spec, self.variant, self.run_dir, state))

@@ -1,0 +1,238 @@
+"""The format of a trial's ``scores.jsonl``: one writer (the trial side), one validating reader
+(the controller side).
+
+Every launch of a trial appends JSON lines to ``trials/<id>/scores.jsonl``::
+
+    {"kind":"started","t":...,"launch":"t0003-l2"}
+    {"kind":"report","t":...,"launch":"t0003-l2","step":7,"score":0.81,"checkpoint":"step-00000007.pt"}
+    {"kind":"exit","t":...,"launch":"t0003-l2","outcome":"checkpointed","step":7}
+
+The file is written by the trial's process (any code the user runs), so the controller treats
+it as input: ``parse_line`` turns each line into a typed line or a ``BadLine`` with the reason
+(non-finite or non-numeric score, a step that is not an integer, a checkpoint name that is not
+the trial's own file for that step, a line too long). Range checks that need the launch's
+history (step after the previous one, at most R) are made by ``check_report``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_PREFIX = "step-"
+CHECKPOINT_SUFFIXES = (".pt", ".pkl")
+MAX_LINE_BYTES = 64 * 1024  # a report line is ~150 bytes; metrics may add some
+MAX_ERROR_CHARS = 4000
+EXIT_OUTCOMES = ("finished", "checkpointed", "errored")
+_CHECKPOINT_NAME = re.compile(r"step-(\d{8})\.(pt|pkl)")
+
+
+def checkpoint_name(step: int, suffix: str) -> str:
+    """The file name of the checkpoint saved at ``step`` (suffix ".pt", ".pkl" or "")."""
+    return f"{CHECKPOINT_PREFIX}{step:08d}{suffix}"
+
+
+def checkpoint_step(name: str) -> int | None:
+    """The step of a checkpoint file name written by ``checkpoint_name``; None for any other name."""
+    match = _CHECKPOINT_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True)
+class StartedLine:
+    """The launch finished its setup and restore; training starts."""
+
+    launch: str
+    t: float
+
+
+@dataclass(frozen=True)
+class ReportLine:
+    launch: str
+    t: float
+    step: int
+    score: float
+    checkpoint: str = ""  # file name in the trial's checkpoints/, saved with this report
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExitLine:
+    """How the launch's trainable ended, written by the trial's process just before it exits."""
+
+    launch: str
+    t: float
+    outcome: str  # one of EXIT_OUTCOMES
+    step: int = 0  # the step of its last checkpoint
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A line of this launch that the controller refuses, and why."""
+
+    launch: str
+    reason: str
+
+
+ScoreLine = Union[StartedLine, ReportLine, ExitLine]
+
+
+# ---------------------------------------------------------------- writing (trial side)
+
+
+def format_line(line: ScoreLine) -> str:
+    """One line of the file, newline included (finite JSON only)."""
+    data: dict[str, Any]
+    if isinstance(line, StartedLine):
+        data = {"kind": "started", "t": line.t, "launch": line.launch}
+    elif isinstance(line, ReportLine):
+        data = {"kind": "report", "t": line.t, "launch": line.launch, "step": line.step, "score": line.score}
+        if line.checkpoint:
+            data["checkpoint"] = line.checkpoint
+        if line.metrics:
+            data["metrics"] = line.metrics
+    else:
+        data = {"kind": "exit", "t": line.t, "launch": line.launch, "outcome": line.outcome, "step": line.step}
+        if line.error:
+            data["error"] = line.error[-MAX_ERROR_CHARS:]
+    return json.dumps(data, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def append_line(path: Path, line: ScoreLine) -> None:
+    """Append one line durably; a torn last line left by a killed writer is ended first."""
+    text = format_line(line).encode("utf-8")
+    with open(path, "ab+") as f:
+        if f.tell() > 0:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                text = b"\n" + text
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+# ---------------------------------------------------------------- reading (controller side)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _time(data: dict[str, Any]) -> float:
+    t = data.get("t")
+    return float(t) if _is_number(t) and math.isfinite(t) else math.nan
+
+
+def parse_line(raw: bytes) -> ScoreLine | BadLine | None:
+    """A typed line; a BadLine (with the launch it names) when it breaks the format; None for
+    a line that names no launch (garbage, a torn write): nothing to attribute it to."""
+    if len(raw) > MAX_LINE_BYTES:
+        launch = re.search(rb'"launch"\s*:\s*"([A-Za-z0-9._-]{1,100})"', raw[:4096])
+        if launch is None:
+            return None
+        return BadLine(launch.group(1).decode(), f"a scores line of {len(raw)} bytes (at most {MAX_LINE_BYTES})")
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("launch"), str):
+        return None
+    launch = data["launch"]
+    kind = data.get("kind")
+    t = _time(data)
+    if kind == "started":
+        return StartedLine(launch, t)
+    if kind == "report":
+        step, score, checkpoint = data.get("step"), data.get("score"), data.get("checkpoint", "")
+        if not _is_int(step):
+            return BadLine(launch, f"report step {_show(step)} is not an integer")
+        if not _is_number(score) or not math.isfinite(score):
+            return BadLine(launch, f"report score {_show(score)} at step {step} is not a finite number")
+        if not isinstance(checkpoint, str) or (checkpoint and checkpoint_step(checkpoint) != step):
+            return BadLine(launch, f"report checkpoint {_show(checkpoint)} at step {step} is not "
+                                   f"{checkpoint_name(step, '.pt|.pkl')} in the trial's checkpoints/")
+        metrics = data.get("metrics", {})
+        return ReportLine(launch, t, step, float(score), checkpoint, metrics if isinstance(metrics, dict) else {})
+    if kind == "exit":
+        outcome, step, error = data.get("outcome"), data.get("step", 0), data.get("error", "")
+        if outcome not in EXIT_OUTCOMES:
+            return BadLine(launch, f"exit outcome {_show(outcome)} is not one of {', '.join(EXIT_OUTCOMES)}")
+        if not _is_int(step):
+            return BadLine(launch, f"exit step {_show(step)} is not an integer")
+        return ExitLine(launch, t, outcome, step, str(error)[-MAX_ERROR_CHARS:])
+    return BadLine(launch, f"unknown kind {_show(kind)}")
+
+
+def check_report(line: ReportLine, last_step: int, max_steps: int) -> BadLine | None:
+    """Why a report cannot follow ``last_step`` in a trial of ``max_steps`` steps (None: it can)."""
+    if line.step <= last_step:
+        return BadLine(line.launch, f"report step {line.step} does not follow step {last_step}")
+    if line.step > max_steps:
+        return BadLine(line.launch, f"report step {line.step} is past the trial's last step {max_steps}")
+    return None
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class ScoresReader:
+    """Yields the new complete lines of one launch (``launch_id``; None: of every launch),
+    parsed; a partial last line waits for the next read. Keeps a byte offset, never re-reads."""
+
+    def __init__(self, path: Path, launch_id: str | None, offset: int = 0):
+        self.path = Path(path)
+        self.launch_id = launch_id
+        self.offset = offset
+        self._in_long_line = False  # inside a line already refused for its length: skip to its end
+
+    def read(self) -> list[ScoreLine | BadLine]:
+        try:
+            size = os.stat(self.path).st_size
+        except FileNotFoundError:
+            return []
+        if size <= self.offset:
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read(size - self.offset)
+        lines: list[ScoreLine | BadLine] = []
+        if self._in_long_line:
+            end = data.find(b"\n")
+            if end < 0:
+                self.offset += len(data)
+                return []
+            self._in_long_line = False
+            self.offset += end + 1
+            data = data[end + 1:]
+        end = data.rfind(b"\n")
+        complete, rest = data[: end + 1], data[end + 1:]
+        self.offset += len(complete)
+        for raw in complete.split(b"\n"):
+            if raw.strip():
+                self._take(parse_line(raw), raw, lines)
+        if len(rest) > MAX_LINE_BYTES:  # refuse a line that is too long before it even ends
+            self._take(parse_line(rest), rest, lines)
+            self._in_long_line = True
+            self.offset += len(rest)
+        return lines
+
+    def _take(self, line: ScoreLine | BadLine | None, raw: bytes, lines: list[ScoreLine | BadLine]) -> None:
+        if line is None:
+            log.warning("%s: skipped a line that is not a scores line: %r", self.path, raw[:80])
+        elif self.launch_id is None or line.launch == self.launch_id:
+            lines.append(line)

@@ -1,0 +1,94 @@
+"""The answer (result.json) exists before the deadline and survives a killed controller and a full disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from hpcsched.records import Launched, RunFinished, RunStarted
+from tests.runs import REPO, hpcsched, no_trial_processes_left, records, start, wait_for, write_spec
+
+pytestmark = pytest.mark.slow
+
+HOSTILE = REPO / "tests" / "trainables" / "hostile.py"
+
+
+def _result(run: Path) -> dict | None:
+    try:
+        return json.loads((run / "result.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _check_answer(run: Path, result: dict) -> None:
+    best = result["best"]
+    checkpoint = Path(best["checkpoint"]).resolve()
+    assert checkpoint.is_file() and checkpoint.is_relative_to(run.resolve() / "trials")
+
+
+def test_result_is_current_during_the_run_and_a_late_resume_finalizes_it(tmp_path):
+    spec = write_spec(tmp_path, deadline="14s")
+    run = tmp_path / "run"
+    controller = start("run", str(spec), "--run-dir", str(run), "--quiet")
+    assert wait_for(lambda: (_result(run) or {}).get("best") is not None, timeout=30)
+    assert controller.poll() is None  # still running: the answer exists before the end
+    provisional = _result(run)
+    assert provisional["reason"] == "unfinished"
+    # (its file may already be superseded: the trial keeps only its latest and best checkpoints)
+    assert Path(provisional["best"]["checkpoint"]).is_relative_to(run.resolve() / "trials")
+    os.kill(controller.pid, signal.SIGKILL)
+    controller.wait()
+    deadline = next(r for r in records(run) if isinstance(r, RunStarted)).deadline
+    assert wait_for(lambda: no_trial_processes_left(run), timeout=30)
+    time.sleep(max(0.0, deadline - time.time()) + 0.5)
+    before = records(run)
+
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--resume")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "deadline has passed" in proc.stdout
+    after = records(run)
+    assert after[: len(before)] == before and not any(isinstance(r, Launched) for r in after[len(before):])
+    assert isinstance(after[-1], RunFinished) and after[-1].reason == "deadline"
+    final = _result(run)
+    assert final["reason"] == "deadline" and final["best"]["score"] >= provisional["best"]["score"]
+    _check_answer(run, final)
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 6 MiB tmpfs (root only; CI runs as root)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m,mode=0700", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_full_disk_stops_launching_and_leaves_a_valid_answer(tmp_path, small_fs):
+    spec = write_spec(tmp_path, trainable=f"{HOSTILE}:ballast", deadline="60s",
+                      space={"quality": {"grid": [0.9, 0.7, 0.5, 0.3, 0.2, 0.1]}, "ballast_mb": 0.7,
+                             "step_time": 0.05},
+                      scheduler={"kind": "hypersched", "r": 2, "R": 12, "eta": 2, "resize_cooldown": 1})
+    run = small_fs / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "disk full" in proc.stderr, proc.stderr
+    result = _result(run)
+    assert result is not None and result["reason"].startswith("disk full")
+    _check_answer(run, result)
+    recs = records(run)  # the journal is whole: every line parses
+    assert isinstance(recs[-1], RunFinished) and recs[-1].reason.startswith("disk full")
+    assert no_trial_processes_left(run)

@@ -1,0 +1,223 @@
+"""Nothing a trial writes can crash the controller, forge the answer or run code in it."""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+from pathlib import Path
+
+import pytest
+
+from hpcsched.executors.launching import ProcessSettings
+from hpcsched.executors.local import LocalExecutor, LocalResources
+from hpcsched.clock import WallClock
+from hpcsched.records import Exited
+from hpcsched.rundir import TrialPaths
+from hpcsched.scores import (BadLine, ExitLine, ReportLine, ScoresReader, StartedLine, append_line, check_report,
+                             format_line, parse_line)
+from hpcsched.trial import load_checkpoint, save_payload
+from tests.runs import REPO, hpcsched, no_trial_processes_left, records, write_spec
+from tests.trainables.hostile import ATTACKS, MARKER
+
+HOSTILE = REPO / "tests" / "trainables" / "hostile.py"
+
+
+# ---------------------------------------------------------------- the format, line by line
+
+
+def test_every_line_kind_round_trips():
+    lines = [StartedLine("t0-l1", 1.5), ReportLine("t0-l1", 2.0, 3, 0.25, "step-00000003.pt", {"loss": 1.0}),
+             ExitLine("t0-l1", 3.0, "checkpointed", 3), ExitLine("t0-l1", 4.0, "errored", 3, "Traceback ...")]
+    for line in lines:
+        text = format_line(line)
+        assert text.endswith("\n") and text.count("\n") == 1
+        assert parse_line(text.encode()) == line
+
+
+@pytest.mark.parametrize("raw, reason", [
+    (b'{"kind":"report","launch":"a","step":1,"score":NaN}', "not a finite number"),
+    (b'{"kind":"report","launch":"a","step":1,"score":Infinity}', "not a finite number"),
+    (b'{"kind":"report","launch":"a","step":1,"score":1e999}', "not a finite number"),
+    (b'{"kind":"report","launch":"a","step":1,"score":"0.9"}', "not a finite number"),
+    (b'{"kind":"report","launch":"a","step":1,"score":true}', "not a finite number"),
+    (b'{"kind":"report","launch":"a","step":"1","score":0.9}', "not an integer"),
+    (b'{"kind":"report","launch":"a","step":1.5,"score":0.9}', "not an integer"),
+    (b'{"kind":"report","launch":"a","step":1,"score":0.9,"checkpoint":"../../etc/passwd"}', "checkpoint"),
+    (b'{"kind":"report","launch":"a","step":1,"score":0.9,"checkpoint":"step-00000002.pt"}', "checkpoint"),
+    (b'{"kind":"report","launch":"a","step":1,"score":0.9,"checkpoint":7}', "checkpoint"),
+    (b'{"kind":"exit","launch":"a","outcome":"won"}', "outcome"),
+    (b'{"kind":"boast","launch":"a"}', "unknown kind"),
+    (b'{"kind":"report","launch":"a","step":1,"score":0.9,"pad":"' + b"x" * 70_000 + b'"}', "bytes"),
+])
+def test_a_line_that_breaks_the_format_is_refused_with_the_reason(raw, reason):
+    line = parse_line(raw)
+    assert isinstance(line, BadLine) and line.launch == "a"
+    assert reason in line.reason
+
+
+def test_garbage_without_a_launch_is_skipped_not_refused():
+    assert parse_line(b"not json at all") is None
+    assert parse_line(b'{"kind":"report","step":1,"score":0.5}') is None
+    assert parse_line(b"[1, 2]") is None
+
+
+def test_steps_must_follow_and_stay_within_R():
+    line = ReportLine("a", 0.0, 5, 0.5)
+    assert check_report(line, 4, 10) is None
+    assert "does not follow" in check_report(line, 5, 10).reason
+    assert "past the trial's last step" in check_report(line, 0, 4).reason
+
+
+def test_a_torn_line_of_a_killed_writer_does_not_spoil_the_next(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    path.write_bytes(b'{"kind":"report","launch":"t0-l1","st')  # a writer killed mid-line
+    append_line(path, ReportLine("t0-l2", 1.0, 3, 0.5))
+    lines = ScoresReader(path, None).read()
+    assert lines == [ReportLine("t0-l2", 1.0, 3, 0.5)]
+
+
+def test_the_reader_keeps_only_its_launch_and_waits_for_a_whole_line(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    append_line(path, ReportLine("t0-l1", 1.0, 1, 0.1))
+    append_line(path, ReportLine("t0-l2", 2.0, 2, 0.2))
+    with open(path, "a") as f:
+        f.write('{"kind":"report","launch":"t0-l2","step":3,')
+    reader = ScoresReader(path, "t0-l2")
+    assert [line.step for line in reader.read()] == [2]
+    with open(path, "a") as f:
+        f.write('"score":0.3}\n')
+    assert [line.step for line in reader.read()] == [3]
+    assert reader.read() == []
+
+
+# ---------------------------------------------------------------- loading checkpoints
+
+
+def _run_with_checkpoint(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    paths = TrialPaths.of(run, "t0000")
+    paths.checkpoints.mkdir(parents=True, mode=0o700)
+    for p in (run, run / "trials", paths.root):
+        p.chmod(0o700)
+    (run / "events.jsonl").write_text("")
+    return save_payload({"w": 1}, paths.checkpoints / "step-00000003")
+
+
+def test_load_checkpoint_refuses_anything_but_a_run_checkpoint(tmp_path):
+    checkpoint = _run_with_checkpoint(tmp_path)
+    assert load_checkpoint(checkpoint) == {"w": 1}
+    outside = tmp_path / "step-00000003.pkl"
+    outside.write_bytes(pickle.dumps({"w": 2}))
+    with pytest.raises(PermissionError, match="not a checkpoint of a run"):
+        load_checkpoint(outside)
+    with pytest.raises(PermissionError, match="not a checkpoint of a run"):
+        load_checkpoint(checkpoint.parent / ".." / ".." / ".." / "events.jsonl")
+
+
+@pytest.mark.parametrize("which", ["trials", "trial", "checkpoints", "file"])
+def test_load_checkpoint_checks_every_directory_on_the_way(tmp_path, which):
+    checkpoint = _run_with_checkpoint(tmp_path)
+    target = {"trials": checkpoint.parents[2], "trial": checkpoint.parents[1], "checkpoints": checkpoint.parent,
+              "file": checkpoint}[which]
+    target.chmod(0o777 if target.is_dir() else 0o666)
+    with pytest.raises(PermissionError, match="writable by group or others"):
+        load_checkpoint(checkpoint)
+
+
+def test_recovery_never_unpickles_what_a_trial_left(tmp_path):
+    run = tmp_path / "run"
+    paths = TrialPaths.of(run, "t0000")
+    paths.launches.mkdir(parents=True)
+    marker = tmp_path / MARKER
+    from tests.trainables.hostile import _Planted
+
+    (paths.launches / "t0000-l1_0_result.pkl").write_bytes(pickle.dumps(("success", _Planted(str(marker)))))
+    append_line(paths.scores, ReportLine("t0000-l1", 1.0, 1, 0.5, "step-00000001.pkl"))
+    append_line(paths.scores, ExitLine("t0000-l1", 2.0, "finished", 1))
+    settings = ProcessSettings(run_dir=run, trainable=f"{HOSTILE}:hostile", max_steps=4, metric="m", mode="max")
+    executor = LocalExecutor(settings, WallClock(), LocalResources(atoms=1, gpus_per_atom=0, cpus_per_atom=1))
+    events = executor.recover("t0000", 1, 0, 0)
+    assert [type(e).__name__ for e in events] == ["TrialReport", "TrialExit"]
+    assert events[-1].outcome == "finished" and events[-1].step == 1
+    assert not marker.exists()
+
+
+# ---------------------------------------------------------------- against a live run
+
+
+@pytest.mark.slow
+def test_hostile_trials_end_as_errored_and_the_answer_stays_honest(tmp_path):
+    attacks = [*ATTACKS, "planted_pickle"]
+    spec = write_spec(tmp_path, trainable=f"{HOSTILE}:hostile", deadline="40s",
+                      space={"attack": {"grid": ["none", *attacks]}, "quality": 0.01},
+                      scheduler={"kind": "hypersched", "r": 2, "R": 6, "eta": 2, "resize_cooldown": 1},
+                      resources={"atoms": 2, "gpus_per_atom": 0, "cpus_per_atom": 1})
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = records(run)
+    def no_constants(name):
+        raise AssertionError(f"the journal holds {name}")
+
+    for raw in (run / "events.jsonl").read_text().splitlines():  # finite JSON all through
+        json.loads(raw, parse_constant=no_constants)
+    configs = {r.trial: r.config["attack"] for r in recs if type(r).__name__ == "TrialCreated"}
+    assert sorted(configs.values()) == sorted(["none", *attacks])
+    errors = {configs[r.trial]: r.error for r in recs if isinstance(r, Exited) and r.outcome == "errored"}
+    for attack in ATTACKS:
+        assert attack in errors and "refused its scores file" in errors[attack], (attack, errors.get(attack))
+    reported = [r for r in recs if type(r).__name__ == "Reported"]
+    assert all(math.isfinite(r.score) and 1 <= r.step <= 6 for r in reported)
+    assert all(r.checkpoint in ("", f"step-{r.step:08d}.pkl") for r in reported)
+    assert not any(configs[r.trial] in ATTACKS and r.score >= 1.0 for r in reported)
+    result = json.loads((run / "result.json").read_text())
+    best = result["best"]
+    assert best["config"]["attack"] in ("none", "planted_pickle")
+    checkpoint = Path(best["checkpoint"]).resolve()
+    assert checkpoint.is_file() and checkpoint.is_relative_to(run.resolve() / "trials")
+    assert not (run / MARKER).exists()
+    assert no_trial_processes_left(run)
+
+
+def test_a_long_line_is_refused_while_it_is_still_being_written(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    reader = ScoresReader(path, "t0-l1")
+    with open(path, "wb") as f:
+        f.write(b'{"kind":"report","t":1,"launch":"t0-l1","step":1,"score":0.5,"pad":"' + b"x" * 100_000)
+    lines = reader.read()
+    assert len(lines) == 1 and isinstance(lines[0], BadLine) and "bytes" in lines[0].reason
+    with open(path, "ab") as f:
+        f.write(b"x" * 10 + b'"}\n')
+    append_line(path, ReportLine("t0-l1", 2.0, 2, 0.2))
+    assert reader.read() == [ReportLine("t0-l1", 2.0, 2, 0.2)]
+
+
+def test_the_hang_limit_follows_the_measured_gaps_unless_configured():
+    from hpcsched.executors.launching import HANG_FACTOR, HANG_FLOOR_S, hang_limit
+
+    assert hang_limit(None, 0.0) == HANG_FLOOR_S
+    assert hang_limit(None, 100.0) == HANG_FACTOR * 100.0
+    assert hang_limit(5.0, 100.0) == 5.0
+    assert hang_limit(math.inf, 1.0) == math.inf
+
+
+@pytest.mark.slow
+def test_a_hung_trial_is_killed_errored_and_its_atoms_go_to_others(tmp_path):
+    spec = write_spec(tmp_path, trainable=f"{HOSTILE}:freezes", deadline="30s",
+                      space={"quality": {"grid": [0.9, 0.5, 0.4, 0.3]}, "freeze_at": 3, "freeze_quality": 0.9,
+                             "step_time": 0.1},
+                      controller={"poll_interval": 0.1, "stop_margin": 2, "stop_grace": 10, "hang_timeout": "3s"})
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = records(run)
+    configs = {r.trial: r.config["quality"] for r in recs if type(r).__name__ == "TrialCreated"}
+    errored = [r for r in recs if isinstance(r, Exited) and r.outcome == "errored"]
+    assert [configs[r.trial] for r in errored] == [0.9] and "hung: no output" in errored[0].error
+    assert errored[0].step == 2  # its last checkpoint
+    launches = [r for r in recs if type(r).__name__ == "Launched" and r.t >= errored[0].t]
+    assert launches  # its atom went to another trial
+    result = json.loads((run / "result.json").read_text())
+    assert result["best"]["config"]["quality"] == 0.5 and result["best"]["step"] == 12
+    assert no_trial_processes_left(run)

@@ -1,0 +1,91 @@
+"""A trainable that writes what a buggy or hostile trial could put in its own files.
+
+``config["attack"]`` names what it writes at step 1 instead of an honest report (see
+ATTACKS); then it trains on like the toy, with scores far above every honest trial's, so
+the test sees it if the controller accepted anything of it.
+"""
+
+import os
+import pickle
+import time
+
+MARKER = "PLANTED_PICKLE_RAN"
+
+
+class _Planted:
+    """Unpickling this creates ``path`` (what a code-execution pickle would do)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def _report(ctx, **fields):
+    return {"kind": "report", "t": time.time(), "launch": ctx.launch.launch_id, **fields}
+
+
+def _json(data, **raw):
+    import json
+
+    text = json.dumps(data, separators=(",", ":"))
+    for key, value in raw.items():
+        text = text.replace(f'"{key}":"@"', f'"{key}":{value}')
+    return text
+
+
+ATTACKS = {
+    "nan": lambda ctx: _json(_report(ctx, step=1, score="@"), score="NaN"),
+    "infinity": lambda ctx: _json(_report(ctx, step=1, score="@"), score="Infinity"),
+    "overflow": lambda ctx: _json(_report(ctx, step=1, score="@"), score="1e999"),
+    "string_score": lambda ctx: _json(_report(ctx, step=1, score="0.99")),
+    "string_step": lambda ctx: _json(_report(ctx, step="1", score=0.99)),
+    "negative_step": lambda ctx: _json(_report(ctx, step=-5, score=5.0)),
+    "step_past_R": lambda ctx: _json(_report(ctx, step=ctx.max_steps + 100, score=5.0)),
+    "traversal": lambda ctx: _json(_report(ctx, step=1, score=5.0, checkpoint="../../../../etc/passwd")),
+    "huge_line": lambda ctx: _json(_report(ctx, step=1, score=5.0, pad="x" * 50_000_000)),
+}
+
+
+def hostile(config, ctx):
+    attack = config["attack"]
+    if attack == "planted_pickle":  # a result pickle in place of submitit's, left behind on exit
+        for step in ctx.steps():
+            time.sleep(0.05)
+            ctx.report(step, 0.5 * step / ctx.max_steps, state={"step": step})
+        planted = ctx.trial_dir / "launches" / f"{ctx.launch.launch_id}_0_result.pkl"
+        planted.write_bytes(pickle.dumps(("success", _Planted(str(ctx.trial_dir.parents[1] / MARKER)))))
+        ctx.write_exit("finished")
+        os._exit(0)  # before submitit writes its own result over the planted one
+    for step in ctx.steps():
+        time.sleep(0.05)
+        if step == 1 and attack in ATTACKS:
+            with open(ctx.trial_dir / "scores.jsonl", "a") as f:
+                f.write(ATTACKS[attack](ctx) + "\n")
+            ctx._last_step = step  # the honest reports go on from step 2
+            continue
+        quality = config.get("quality", 5.0)
+        ctx.report(step, quality * step, state={"step": step})
+
+
+def ballast(config, ctx):
+    """Honest scores, heavy checkpoints (``ballast_mb`` each): fills a small file system."""
+    state = ctx.restore() or {"steps": 0}
+    for step in ctx.steps():
+        time.sleep(config.get("step_time", 0.05))
+        state["steps"] += 1
+        state["ballast"] = os.urandom(int(config.get("ballast_mb", 1) * (1 << 20)))
+        ctx.report(step, config["quality"] * step / ctx.max_steps, state=state)
+
+
+def freezes(config, ctx):
+    """Honest reports; the trial of quality ``freeze_quality`` stops itself (SIGSTOP) at step
+    ``freeze_at``, as a hung one would."""
+    import signal
+
+    for step in ctx.steps():
+        time.sleep(config.get("step_time", 0.05))
+        if step == config.get("freeze_at") and config["quality"] == config.get("freeze_quality"):
+            os.kill(os.getpid(), signal.SIGSTOP)
+        ctx.report(step, config["quality"] * step / ctx.max_steps, state={"step": step})
