@@ -84,6 +84,7 @@ class Controller:
                 reason = self.interrupted
                 break
             acted = self._decide()
+            self.executor.decided()  # trials waiting on a report that stopped nothing go on
             if not acted and self.state.live_count == 0:
                 reason = "nothing left to run"
                 break
@@ -185,7 +186,9 @@ class Controller:
     def situation(self) -> Situation:
         st, s = self.state, self.settings
         left = None if s.max_trials is None else s.max_trials - len(st.trials)
-        return Situation(self.clock.now(), st.started.t, s.deadline, st.total_atoms, st.free_atoms, left)
+        # the scheduler plans to when trials are asked to checkpoint, not to the deadline itself
+        return Situation(self.clock.now(), st.started.t, s.deadline - s.stop_margin, st.total_atoms, st.free_atoms,
+                         left)
 
     def _decide(self) -> bool:
         decisions = self.scheduler.decide(self.situation())
@@ -250,7 +253,7 @@ class Controller:
         self._commit(Launched(self.clock.now(), trial_id, atoms, reason, trial.checkpoint_step))
         try:
             self.executor.launch(LaunchRequest(trial_id, trial.index, trial.config, atoms, trial.checkpoint_step,
-                                               reason, trial.launches))
+                                               reason, trial.launches, self.scheduler.decision_steps()))
         except OSError as exc:  # the launch's files could not be written: this trial fails, its atoms return
             log.error("launch of %s failed: %s", trial_id, exc)
             self._commit(Exited(self.clock.now(), trial_id, "errored", trial.checkpoint_step,

@@ -15,6 +15,7 @@ from typing import Any
 
 from hpcsched.records import Record, Reported
 from hpcsched.rundir import RunDir
+from hpcsched.scores import CHECKPOINT_SUFFIXES, checkpoint_name
 from hpcsched.spec import Spec
 from hpcsched.state import RunState
 
@@ -37,12 +38,14 @@ def build_result(spec: Spec, variant: str, run_dir: RunDir, state: RunState) -> 
                 best = (trial.best_checkpoint_score, trial, path)
     started = state.started
     finished = state.finished
+    max_steps = next((v.scheduler.R for v in spec.variants if v.name == variant), spec.scheduler.R)
     result: dict[str, Any] = {
         "name": spec.name, "variant": variant, "metric": spec.metric.name, "mode": spec.metric.mode,
         "reason": finished.reason if finished else UNFINISHED,
         "best": None,
         "trials_started": len(state.trials),
         "trials": {s: n for s, n in state.counts.items() if n},
+        "max_steps": max_steps,
         "resizes": state.resizes, "pauses": state.pauses, "promotions": state.promotions,
         "exploration_closed_at": state.entrance_closed_at,
         "started_at": started.t if started else None,
@@ -53,8 +56,31 @@ def build_result(spec: Spec, variant: str, run_dir: RunDir, state: RunState) -> 
     if best is not None:
         score, trial, path = best
         result["best"] = {"trial": trial.trial_id, "config": trial.config, "score": score,
-                          "step": trial.best_checkpoint_step, "checkpoint": str(path)}
+                          "step": trial.best_checkpoint_step, "checkpoint": str(path),
+                          "completed": trial.step >= max_steps, "trained_steps": trial.step}
+    result["best_completed"] = _best_completed(run_dir, state, max_steps)
     return result
+
+
+def _best_completed(run_dir: RunDir, state: RunState, max_steps: int) -> dict[str, Any] | None:
+    """The trial with the best final score among those trained to R, with its step-R checkpoint:
+    the best configuration as a fully trained model (``best`` may be an earlier step)."""
+    best = None
+    for trial in state.trials.values():
+        if trial.step < max_steps or trial.checkpoint_step < max_steps or trial.last_score is None:
+            continue
+        if best is not None and not state.better(trial.last_score, best[0]):
+            continue
+        for suffix in CHECKPOINT_SUFFIXES:
+            path = run_dir.trial(trial.trial_id).checkpoint(checkpoint_name(trial.checkpoint_step, suffix))
+            if path.exists():
+                best = (trial.last_score, trial, path)
+                break
+    if best is None:
+        return None
+    score, trial, path = best
+    return {"trial": trial.trial_id, "config": trial.config, "score": score, "step": trial.checkpoint_step,
+            "checkpoint": str(path)}
 
 
 def read_result(run_dir: RunDir) -> dict[str, Any] | None:

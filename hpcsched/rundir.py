@@ -69,6 +69,10 @@ class TrialPaths:
     def ready_files(self, launch_id: str) -> list[Path]:
         return list(self.launches.glob(f"{launch_id}-r*.ready"))
 
+    def verdict(self, launch_id: str) -> Path:
+        """The controller's verdict on the report a launch waits after (verdict.py)."""
+        return self.launches / f"{launch_id}.verdict"
+
     def srun_log(self, launch_id: str) -> Path:
         """srun's own output for one launch (SLURM backend)."""
         return self.launches / f"{launch_id}_srun.log"

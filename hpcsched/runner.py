@@ -91,7 +91,7 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
     executor = backend.make_executor(ProcessSettings(
         run_dir=run_dir.path, trainable=trainable, max_steps=variant.scheduler.R, metric=spec.metric.name,
         mode=spec.metric.mode, poll_interval=spec.controller.poll_interval, stop_grace=spec.controller.stop_grace,
-        hang_timeout=spec.controller.hang_timeout),
+        hang_timeout=spec.controller.hang_timeout, verdict_timeout=spec.controller.verdict_timeout),
         clock)
     atom_ids = executor.atom_ids()
     state = RunState(spec.metric.mode)
@@ -298,4 +298,10 @@ class Progress:
         self.say(f"\nbest: trial {best['trial']} {result['metric']}={best['score']:.4g} at step {best['step']}")
         self.say(f"config: {best['config']}")
         self.say(f"checkpoint: {best['checkpoint']}")
+        done = result.get("best_completed")
+        if done is None:
+            self.say(f"no trial was trained to R = {result['max_steps']} steps")
+        elif done["trial"] != best["trial"] or done["step"] != best["step"]:
+            self.say(f"best fully trained (step {done['step']}): trial {done['trial']} "
+                     f"{result['metric']}={done['score']:.4g}, {done['checkpoint']}")
         self.say(f"result: {run_dir.result}")

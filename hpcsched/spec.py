@@ -89,6 +89,7 @@ class ControllerSpec:
     stop_margin: float = 10.0  # ask trials to checkpoint this long before the deadline
     stop_grace: float = 60.0  # a trial asked to stop is killed after this long (its last checkpoint counts)
     hang_timeout: float | None = None  # no output this long: the trial is hung, killed, errored (None: auto; inf: never)
+    verdict_timeout: float = 10.0  # at a decision step a trial waits this long at most for the verdict (0: never)
 
 
 @dataclass(frozen=True)
@@ -360,9 +361,10 @@ def _parse_controller(raw: object, problems: list[str]) -> ControllerSpec:
     margin = section.take("stop_margin", _duration, default=d.stop_margin)
     grace = section.take("stop_grace", _positive_duration, default=d.stop_grace)
     hang = section.take("hang_timeout", _hang_timeout, default=d.hang_timeout)
-    section.reject_unknown(("poll_interval", "stop_margin", "stop_grace", "hang_timeout"))
+    verdict = section.take("verdict_timeout", _duration, default=d.verdict_timeout)
+    section.reject_unknown(("poll_interval", "stop_margin", "stop_grace", "hang_timeout", "verdict_timeout"))
     return ControllerSpec(poll or d.poll_interval, d.stop_margin if margin is None else margin, grace or d.stop_grace,
-                          hang)
+                          hang, d.verdict_timeout if verdict is None else verdict)
 
 
 def _hang_timeout(value: Any) -> float | None:

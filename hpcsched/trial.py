@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator
 from hpcsched.rundir import JOURNAL, TRIALS, TrialPaths, privacy_problem
 from hpcsched.scores import (CHECKPOINT_PREFIX, CHECKPOINT_SUFFIXES, ExitLine, ReportLine, ScoresReader,
                              StartedLine, append_line, checkpoint_name, checkpoint_step)
+from hpcsched.verdict import Verdict, read_verdict
 
 STOP_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM)  # "checkpoint at the next step and exit"
 
@@ -61,6 +62,15 @@ class TrialLaunch:
     cpus: tuple[int, ...] = ()  # cores to pin to (local); empty: leave affinity alone
     threads: int = 1  # CPU threads per process
     extra: dict[str, Any] = field(default_factory=dict)
+    trial_index: int = 0  # the trial's number in the run (0-based), as the sampler and the simulator count
+    verdict_steps: tuple[int, ...] = ()  # after reporting these steps the chief waits for the verdict
+    verdict_every_step: bool = False  # ... or after every step
+    verdict_timeout: float = 0.0  # how long it waits at most (0: never)
+
+    def waits_at(self, step: int) -> bool:
+        """Whether the chief waits for the controller's verdict after reporting ``step``."""
+        return self.verdict_timeout > 0 and step < self.max_steps and \
+            (self.verdict_every_step or step in self.verdict_steps)
 
     @property
     def paths(self) -> TrialPaths:
@@ -149,6 +159,7 @@ class TrialContext:
     def __init__(self, launch: TrialLaunch, rank: int = 0, local_rank: int = 0, world_size: int = 1):
         self.launch = launch
         self.trial_id = launch.trial_id
+        self.trial_index = launch.trial_index
         self.config = dict(launch.config)
         self.atoms = len(launch.atom_ids)
         self.atom_ids = launch.atom_ids
@@ -170,6 +181,8 @@ class TrialContext:
         self.stop_consensus: Callable[[bool], bool] | None = None  # set by distributed helpers
         self.checkpoint_step = launch.from_step
         self._last_step = launch.from_step
+        self._verdicts_expected = True  # until one fails to come (see _await_verdict)
+        self._parent = os.getppid()
         self._started = False
         self._best_score, self._best_step = _best_so_far(self.paths.scores, launch.mode)
 
@@ -236,6 +249,8 @@ class TrialContext:
                 self._prune_checkpoints()
             self._write_line(ReportLine(self.launch.launch_id, time.time(), step, score, saved,
                                         {k: _plain(v) for k, v in metrics.items()}))
+            if self._verdicts_expected and self.launch.waits_at(step):
+                self._await_verdict(step)
         elif state is not None:
             self.checkpoint_step = step
         if self._should_stop():
@@ -248,6 +263,28 @@ class TrialContext:
         if self.stop_consensus is not None:
             return self.stop_consensus(self.stop_requested)
         return self.stop_requested
+
+    def _await_verdict(self, step: int) -> None:
+        """Wait after the report of a decision step until the controller says go on or stop.
+
+        Without a verdict in time (the controller is gone or very slow), or once the process
+        that launched this one is gone, the launch goes on and waits no more."""
+        path = self.paths.verdict(self.launch.launch_id)
+        give_up = time.monotonic() + self.launch.verdict_timeout
+        delay = 0.002
+        while not self.stop_requested:
+            verdict = read_verdict(path)
+            if verdict is not None and verdict.step >= step:
+                if verdict.verdict is Verdict.STOP:
+                    self.stop_requested = True
+                return
+            if time.monotonic() >= give_up or os.getppid() != self._parent:
+                self._verdicts_expected = False
+                print(f"hpcsched: trial {self.trial_id}: no verdict on step {step} after "
+                      f"{self.launch.verdict_timeout:g} s; going on without waiting", file=sys.stderr, flush=True)
+                return
+            time.sleep(delay)
+            delay = min(0.05, delay * 1.5)
 
     def _write_line(self, line: StartedLine | ReportLine | ExitLine) -> None:
         if self.is_chief:

@@ -95,3 +95,27 @@ def first_resize(recs):
     exited = next(r for r in recs if isinstance(r, Exited) and r.trial == resize.trial and r.t >= resize.t)
     relaunch = next(r for r in recs if isinstance(r, Launched) and r.trial == resize.trial and r.t >= exited.t)
     return resize, exited, relaunch
+
+
+def pause_lags(recs) -> list[tuple[str, str, int, int, int]]:
+    """For every pause: (trial, reason, the step it had reported when the pause was decided, the
+    step it exited at, reports it wrote after the decision)."""
+    from hpcsched.records import Exited, Launched, Reported, StopRequested
+
+    last: dict[str, int] = {}
+    pending: dict[str, tuple[str, int, int]] = {}
+    out = []
+    for r in recs:
+        if isinstance(r, Launched):
+            last[r.trial] = r.from_step
+        elif isinstance(r, Reported):
+            last[r.trial] = r.step
+            if r.trial in pending:
+                reason, decided, after = pending[r.trial]
+                pending[r.trial] = (reason, decided, after + 1)
+        elif isinstance(r, StopRequested) and r.intent == "pause":
+            pending[r.trial] = (r.reason, last.get(r.trial, 0), 0)
+        elif isinstance(r, Exited) and r.trial in pending:
+            reason, decided, after = pending.pop(r.trial)
+            out.append((r.trial, reason, decided, r.step, after))
+    return out

@@ -279,3 +279,18 @@ def test_nothing_starts_when_its_startup_would_outlast_the_deadline():
     assert h.decide() == [StartTrial(1)]  # 6 s left > 5 s startup
     h.now = 95.5
     assert h.decide() == []
+
+
+def test_each_policy_names_the_steps_where_it_may_pause_a_trial_on_its_report():
+    from hpcsched.schedulers import make_scheduler
+    from hpcsched.spec import SchedulerSpec
+
+    asha = make_scheduler(SchedulerSpec(kind="asha", r=2, R=32, eta=2), "max").decision_steps()
+    assert asha.steps == (2, 4, 8, 16) and 32 not in asha and 3 not in asha
+    speculative = make_scheduler(SchedulerSpec(kind="hypersched", r=2, R=32, eta=2), "max").decision_steps()
+    assert speculative.every_step and 3 in speculative
+    rungs_only = make_scheduler(SchedulerSpec(kind="hypersched", r=2, R=32, eta=2, speculative=False),
+                                "max").decision_steps()
+    assert rungs_only.steps == (2, 4, 8, 16)
+    assert make_scheduler(SchedulerSpec(kind="random", r=32, R=32), "max").decision_steps().steps == ()
+    assert make_scheduler(SchedulerSpec(kind="one_epoch", r=1, R=20), "max").decision_steps().steps == (1,)

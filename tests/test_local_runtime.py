@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from hpcsched.records import Exited, Launched, Reported, RunFinished, RunStarted, StopRequested
 from hpcsched.trial import load_checkpoint
-from tests.runs import first_resize, hpcsched, no_trial_processes_left, records, reports, write_spec
+from tests.runs import first_resize, hpcsched, no_trial_processes_left, pause_lags, records, reports, write_spec
 
 pytestmark = pytest.mark.slow
 
@@ -121,3 +122,25 @@ def test_deadline_stops_everything_with_a_checkpoint_and_result(tmp_path):
     assert Path(result["best"]["checkpoint"]).exists() and result["deadline"] == started.deadline
     assert result["trials"] == {"paused": 2}
     assert no_trial_processes_left(run)
+
+
+@pytest.mark.parametrize("kind", ["asha", "hypersched"])
+def test_every_pause_at_a_rung_checkpoints_at_that_step(tmp_path, kind):
+    """The trial waits after its report at a decision step for the verdict: no step is trained
+    after a pause decided on it (issue: 28 % of steps were trained after the decision)."""
+    scheduler = {"kind": kind, "r": 2, "R": 12, "eta": 2} | ({"resize_cooldown": 1} if kind == "hypersched" else {})
+    spec = write_spec(tmp_path, deadline="30s",
+                      space={"quality": {"grid": [0.9, 0.7, 0.5, 0.3, 0.2, 0.1, 0.05, 0.02]}, "step_time": 0.1})
+    raw = yaml.safe_load(spec.read_text())
+    spec.write_text(yaml.safe_dump({**raw, "scheduler": scheduler}))
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lags = pause_lags(records(run))
+    at_rungs = [lag for lag in lags if lag[1].startswith("rung")]
+    assert len(at_rungs) >= 3
+    for trial, reason, decided, exited, after in at_rungs:
+        assert exited == decided and after == 0, (trial, reason, decided, exited, after)
+    for trial, reason, decided, exited, after in lags:  # pauses decided between reports: the current step ends
+        assert exited <= decided + 1 and after <= 1, (trial, reason, decided, exited, after)
+    _check_continuity(run)

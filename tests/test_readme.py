@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runs import pause_lags, records
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -47,6 +49,11 @@ def test_quickstart_from_a_fresh_copy_as_the_readme_says(tmp_path):
     (run,) = list((clone / "runs").iterdir())
     result = json.loads((run / "result.json").read_text())
     assert result["reason"] == "deadline" and result["best"]["score"] > 0.9
+    # HyperSched's mechanisms act: exploration closes before the deadline and a model is trained to R
+    assert result["exploration_closed_at"] is not None and result["exploration_closed_at"] < result["deadline"]
+    assert result["best_completed"] is not None and result["best_completed"]["step"] == result["max_steps"] == 30
+    assert all(exited == decided for _, reason, decided, exited, _ in pause_lags(records(run))
+               if reason.startswith("rung"))  # no epoch trained after a pause at a rung
     assert result["best"]["checkpoint"] in proc.stdout
     check = ("import sys; sys.path.insert(0, 'experiments/quickstart'); import torch, train;"
              f"m = train.load_model({result['best']['checkpoint']!r});"

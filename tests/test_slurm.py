@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hpcsched.records import (ControllerResumed, Exited, Launched, Reported, RunStarted, StopRequested)
-from tests.runs import records, wait_for, write_spec
+from tests.runs import pause_lags, records, wait_for, write_spec
 from tests.slurm_jobs import controller_log, sbatch, steps, wait_job
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -57,6 +57,9 @@ def test_sbatch_template_runs_a_search_with_pauses_promotions_and_resizes(tmp_pa
     assert any(isinstance(r, StopRequested) and r.intent == "pause" for r in recs), log[-3000:]
     assert any(isinstance(r, Launched) and r.reason == "resume" for r in recs), log[-3000:]
     assert any(isinstance(r, Launched) and r.reason == "resize" for r in recs), log[-3000:]
+    # rung-exact pauses through srun too: a pause decided on a rung report leaves the trial there
+    at_rungs = [lag for lag in pause_lags(recs) if lag[1].startswith("rung")]
+    assert at_rungs and all(exited == decided and after == 0 for _, _, decided, exited, after in at_rungs), at_rungs
     launches = _intervals(recs)
     # every rank of a launch reported in; a trial spanning two nodes saw world size = its GPUs
     spanning = [entry for entry in launches if len({a.split(":")[0] for a in entry[4]}) == 2]

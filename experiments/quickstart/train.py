@@ -1,18 +1,27 @@
 """Quickstart trainable: a small CNN on scikit-learn's handwritten digits (no download needed).
 
-One step = one epoch over the training split; the score is validation accuracy. The
-checkpoint holds the model, the optimizer and the RNG state, so a paused or resized trial
-continues exactly where it stopped.
+The 8x8 digits are upsampled to 24x24; a small training split (30 %) is enlarged with shifted
+copies (one pixel each way), so an epoch takes one to two seconds on one core and a full
+training a good part of the two-minute deadline. One step = one epoch; the learning rate follows a cosine from
+its configured value to zero at R, so a trial's best model is its fully trained one; the score
+is validation accuracy. The checkpoint holds the model, the optimizer and the RNG state, so a
+paused or resized trial continues exactly where it stopped.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+SIZE = 24  # image side after upsampling
+SHIFTS = tuple((dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1))  # training copies, in pixels
+TRAIN_FRACTION = 0.3  # a small training split: the configuration matters
 
 
 def _digits_csv() -> Path:
@@ -24,14 +33,18 @@ def _digits_csv() -> Path:
 
 
 def digits(seed: int = 0):
-    """Train/validation tensors (80/20 split, fixed), images 1x8x8 scaled to [0, 1]."""
+    """Train/validation tensors (30/70 split, fixed), images 1xSIZExSIZE in [0, 1]; the training
+    images once per shift in SHIFTS (a shift of one 8x8 pixel)."""
     data = np.loadtxt(_digits_csv(), delimiter=",")
     x = torch.tensor(data[:, :64].reshape(-1, 1, 8, 8) / 16.0, dtype=torch.float32)
+    x = F.interpolate(x, size=SIZE, mode="bilinear", align_corners=False)
     y = torch.tensor(data[:, 64], dtype=torch.long)
     order = np.random.default_rng(seed).permutation(len(y))
-    cut = int(0.8 * len(y))
+    cut = int(TRAIN_FRACTION * len(y))
     train, val = order[:cut], order[cut:]
-    return x[train], y[train], x[val], y[val]
+    pixel = SIZE // 8
+    x_train = torch.cat([torch.roll(x[train], shifts=(dy * pixel, dx * pixel), dims=(2, 3)) for dy, dx in SHIFTS])
+    return x_train, y[train].repeat(len(SHIFTS)), x[val], y[val]
 
 
 class SmallCNN(nn.Module):
@@ -41,7 +54,7 @@ class SmallCNN(nn.Module):
             nn.Conv2d(1, width, 3, padding=1), nn.ReLU(),
             nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         )
-        self.head = nn.Sequential(nn.Flatten(), nn.Dropout(dropout), nn.Linear(2 * width * 16, 10))
+        self.head = nn.Sequential(nn.Flatten(), nn.Dropout(dropout), nn.Linear(2 * width * (SIZE // 2) ** 2, 10))
 
     def forward(self, x):
         return self.head(self.features(x))
@@ -62,6 +75,8 @@ def train(config, ctx):
     batch = config["batch_size"]
     loss_fn = nn.CrossEntropyLoss()
     for step in ctx.steps():
+        for group in optimizer.param_groups:  # cosine to zero at R: the last epoch is the trained model
+            group["lr"] = config["lr"] * 0.5 * (1 + math.cos(math.pi * (step - 1) / ctx.max_steps))
         model.train()
         order = torch.randperm(len(y_train))
         for start in range(0, len(order), batch):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Union
 
+from hpcsched.schedulers.decisions import DecisionSteps
+
 
 @dataclass(frozen=True)
 class LaunchRequest:
@@ -17,6 +19,7 @@ class LaunchRequest:
     from_step: int
     reason: str  # start | resume | resize | recover
     number: int = 1  # this trial's launch count, 1-based (names the launch: t0003-l2)
+    decision_steps: DecisionSteps = DecisionSteps()  # where the trial waits for the verdict on its report
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,10 @@ class Executor(Protocol):
 
     def next_wakeup(self, now: float) -> float:
         """When the controller should poll next."""
+
+    def decided(self) -> None:
+        """The controller has acted on every event polled so far: trials waiting for a verdict
+        on a report that led to no stop may go on."""
 
     def shutdown(self) -> None:
         """Kill whatever is still running (the controller is exiting)."""

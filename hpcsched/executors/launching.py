@@ -31,8 +31,10 @@ from submitit.core import core, utils
 
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.rundir import RESERVE_BYTES, TrialPaths
+from hpcsched.schedulers.decisions import DecisionSteps
 from hpcsched.scores import BadLine, ExitLine, ReportLine, ScoresReader, StartedLine, check_report
 from hpcsched.trial import STOP_SIGNALS, TrialLaunch, run_trial
+from hpcsched.verdict import Verdict, write_verdict
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +108,7 @@ class _Launch:
     killed: bool = False
     exit_line: ExitLine | None = None
     last_output: float = 0.0  # when the controller last read a line of this launch (its launch time before)
+    awaiting: int | None = None  # the decision step the trial waits at for its verdict
     bad_line: str = ""  # why this launch's scores were refused; ends it as errored
 
 
@@ -119,6 +122,7 @@ class ProcessSettings:
     poll_interval: float = 0.25
     stop_grace: float = 60.0  # after a stop request, how long a trial may take to exit before it is killed
     hang_timeout: float | None = None  # see hang_limit; None: from the measured gaps between lines
+    verdict_timeout: float = 10.0  # how long a trial waits for the verdict on a decision step (0: never waits)
 
 
 class ProcessExecutor:
@@ -155,9 +159,13 @@ class ProcessExecutor:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         launch_id = launch_id_of(request.trial_id, request.number)
         s = self.settings
-        launch = TrialLaunch(trial_id=request.trial_id, launch_id=launch_id, run_dir=str(s.run_dir),
+        launch = TrialLaunch(trial_id=request.trial_id, trial_index=request.index, launch_id=launch_id,
+                             run_dir=str(s.run_dir),
                              trainable=s.trainable, config=dict(request.config), from_step=request.from_step,
                              max_steps=s.max_steps, metric=s.metric, mode=s.mode, atom_ids=tuple(request.atoms),
+                             verdict_steps=request.decision_steps.steps,
+                             verdict_every_step=request.decision_steps.every_step,
+                             verdict_timeout=s.verdict_timeout if request.decision_steps != DecisionSteps() else 0.0,
                              **self.placement(tuple(request.atoms)))
         world = self.world_size(tuple(request.atoms))
         submitter = _Submitter(folder, lambda command: self.spawn(command, launch, folder, world))
@@ -181,6 +189,7 @@ class ProcessExecutor:
         if launch is None or launch.stop_requested_at is not None:
             return
         launch.stop_requested_at = self.clock.now()
+        self._give_verdict(launch, Verdict.STOP)
         if not launch.started:  # still in setup: nothing to save yet, end it now rather than after its setup
             self._kill(launch)
         elif self._ready(launch):
@@ -222,6 +231,11 @@ class ProcessExecutor:
 
     def next_wakeup(self, now: float) -> float:
         return now + self.settings.poll_interval
+
+    def decided(self) -> None:
+        for launch in self._live.values():
+            if launch.awaiting is not None and launch.stop_requested_at is None:
+                self._give_verdict(launch, Verdict.CONTINUE)
 
     def shutdown(self) -> None:
         for launch in self._live.values():
@@ -308,6 +322,8 @@ class ProcessExecutor:
                 launch.last_step = line.step
                 if line.checkpoint:
                     launch.checkpoint_step = line.step
+                if launch.launch.waits_at(line.step):
+                    launch.awaiting = line.step
                 events.append(TrialReport(trial_id, t, line.step, line.score, line.checkpoint))
             else:
                 launch.exit_line = line
@@ -315,6 +331,17 @@ class ProcessExecutor:
                 and self._ready(launch):
             self._signal(launch)
         return events
+
+    @staticmethod
+    def _give_verdict(launch: _Launch, verdict: Verdict) -> None:
+        if launch.awaiting is None and verdict is Verdict.CONTINUE:
+            return
+        try:
+            write_verdict(launch.launch.paths.verdict(launch.launch.launch_id),
+                          launch.awaiting if launch.awaiting is not None else launch.last_step, verdict)
+        except OSError as exc:  # the trial goes on after its verdict timeout (or stops on the signal)
+            log.warning("trial %s: could not write its verdict: %s", launch.request.trial_id, exc)
+        launch.awaiting = None
 
     def _ready(self, launch: _Launch) -> bool:
         """Every rank installed its stop handlers (each touches <launch>-r<rank>.ready)."""

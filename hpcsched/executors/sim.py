@@ -99,6 +99,9 @@ class SimExecutor:
             heapq.heappop(heap)
         return heap[0][0] if heap else math.inf
 
+    def decided(self) -> None:
+        pass  # simulated trials stop exactly where they are told
+
     def shutdown(self) -> None:
         self._heap.clear()
         for trial in self._trials.values():

@@ -9,9 +9,9 @@ on ``atoms_per_trial`` atoms; nothing is resized; exploration never stops.
 from __future__ import annotations
 
 from hpcsched.records import Exited, Launched, Record, Reported, StopRequested
-from hpcsched.schedulers.decisions import (Decision, PauseTrial, ResumeTrial, Situation, StartTrial,
-                                           StopTrial)
-from hpcsched.schedulers.rungs import Rung, TopFractionBracket
+from hpcsched.schedulers.decisions import (Decision, DecisionSteps, PauseTrial, ResumeTrial, Situation, StartTrial,
+                                           StopTrial, rung_steps)
+from hpcsched.schedulers.rungs import Rung, TopFractionBracket, milestones
 from hpcsched.spec import SchedulerSpec
 from hpcsched.state import TrialView
 
@@ -48,6 +48,9 @@ class ASHA:
             rung = self._pause_rung.pop(record.trial, None)
             if rung is not None and trial is not None and trial.status == "paused":
                 self.bracket.pause_at(record.trial, rung)
+
+    def decision_steps(self) -> DecisionSteps:
+        return rung_steps(milestones(self.spec.r, self.spec.R, self.spec.eta), self.spec.R)
 
     def decide(self, situation: Situation) -> list[Decision]:
         out: list[Decision] = list(self._verdicts.values())

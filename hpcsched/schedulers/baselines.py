@@ -11,8 +11,8 @@
 from __future__ import annotations
 
 from hpcsched.records import Exited, Launched, Record, Reported, StopRequested
-from hpcsched.schedulers.decisions import (Decision, PauseTrial, ResumeTrial, Situation, StartTrial, StopTrial,
-                                           new_trials)
+from hpcsched.schedulers.decisions import (Decision, DecisionSteps, PauseTrial, ResumeTrial, Situation, StartTrial,
+                                           StopTrial, new_trials, rung_steps)
 from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
 from hpcsched.spec import SchedulerSpec
 from hpcsched.state import TrialView
@@ -33,6 +33,9 @@ class RandomSearch:
         elif isinstance(record, (StopRequested, Exited)):
             self._live.discard(record.trial)
             self._verdicts.pop(record.trial, None)
+
+    def decision_steps(self) -> DecisionSteps:
+        return DecisionSteps()  # every trial runs to R
 
     def decide(self, situation: Situation) -> list[Decision]:
         out: list[Decision] = list(self._verdicts.values())
@@ -77,6 +80,9 @@ class OneEpoch:
             score = self._pausing.pop(record.trial, None)
             if score is not None and trial is not None and trial.status == "paused":
                 self._screened.set(record.trial, score)
+
+    def decision_steps(self) -> DecisionSteps:
+        return rung_steps((self.spec.r,), self.spec.R) if self.screening else DecisionSteps()
 
     def switch_time(self, situation: Situation) -> float | None:
         """When screening ends: max(D - (R - r) * T_a, D / 2) after the start (None before T_a is measured)."""

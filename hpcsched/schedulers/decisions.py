@@ -81,8 +81,31 @@ def new_trials(slots: int, atoms: int, trials_left: int | None) -> list[StartTri
     return [StartTrial(atoms)] * count
 
 
+@dataclass(frozen=True)
+class DecisionSteps:
+    """The steps after which a policy may pause or stop a trial on that trial's own report.
+
+    A real trial waits there, after its checkpoint, for the controller's verdict, so a pause
+    decided at step k leaves the trial at step k (the simulator's assumption). ``every_step``:
+    any report may be one (speculative retrospective pauses)."""
+
+    steps: tuple[int, ...] = ()
+    every_step: bool = False
+
+    def __contains__(self, step: int) -> bool:
+        return self.every_step or step in self.steps
+
+
+def rung_steps(milestones: list[int] | tuple[int, ...], max_steps: int) -> DecisionSteps:
+    """Pauses at the rungs below R (at R a trial ends anyway)."""
+    return DecisionSteps(tuple(sorted(m for m in milestones if m < max_steps)))
+
+
 class Scheduler(Protocol):
     """A pure policy: it observes records and returns decisions; it touches no process, file or clock."""
+
+    def decision_steps(self) -> DecisionSteps:
+        """Where trials should wait for a verdict after reporting (see DecisionSteps)."""
 
     def observe(self, record: Record, trial: TrialView | None) -> None:
         """Update internal bookkeeping from one journal record (``trial``: its view after the record)."""

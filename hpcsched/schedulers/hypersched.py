@@ -32,8 +32,8 @@ import math
 
 from hpcsched.records import EntranceClosed, Exited, Launched, Record, Reported, Running, StopRequested
 from hpcsched.schedulers.allocation import allowed_size, target_atoms, worth_resizing
-from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial,
-                                           Situation, StartTrial, StopTrial, new_trials)
+from hpcsched.schedulers.decisions import (CloseEntrance, Decision, DecisionSteps, PauseTrial, ResizeTrial,
+                                           ResumeTrial, Situation, StartTrial, StopTrial, new_trials, rung_steps)
 from hpcsched.schedulers.finish import Candidate, FinishPlan, plan_finish
 from hpcsched.schedulers.rungs import Rung, SpeculativeBracket, TopFractionBracket, milestones
 from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
@@ -294,6 +294,12 @@ class HyperSched:
         return max(1e-9, 1.0 - trust)
 
     # ------------------------------------------------------------ deciding
+
+    def decision_steps(self) -> DecisionSteps:
+        """Speculative evaluation may pause a trial at any report (retrospectively); ASHA's rungs only at rungs."""
+        if self.spec.speculative:
+            return DecisionSteps(every_step=True)
+        return rung_steps(milestones(self.spec.r, self.spec.R, self.spec.eta), self.spec.R)
 
     def decide(self, situation: Situation) -> list[Decision]:
         out: list[Decision] = list(self._verdicts.values())

@@ -1,0 +1,202 @@
+"""Does a real run do what the simulator says? One spec, simulated and run for real.
+
+    .venv/bin/python tools/bench_fidelity.py [--seeds 1] [--deadline 1200] [--atoms 4]
+        [--time-scale 0.05] [--curves DIR] [--out docs/results/fidelity.md]
+
+The shared cifar10-resnets trace (R = 50, r = 2, eta = 4, 30 s per step on one atom, sqrt
+scaling, HyperSched's defaults) is run on the local backend with the replay trainable
+(hpcsched.replay: real processes that sleep ``time-scale`` x the recorded time per step), then
+replayed in the simulator with the startup the real run measured. Times of the real run are
+divided by the time scale, so both read in trace seconds. Printed side by side and written to
+``--out``: best_score, trials started, pauses, promotions, resizes, when exploration closed,
+atom-seconds per trial, and the fraction of pause / promotion / resize decisions that are the
+same (same trial, same step) in both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from hpcsched.journal import read_journal  # noqa: E402
+from hpcsched.records import (EntranceClosed, Exited, Launched, Reported, Running, RunStarted,  # noqa: E402
+                              StopRequested, TrialCreated)
+from hpcsched.simulate import simulate_run  # noqa: E402
+from hpcsched.spec import parse_experiment  # noqa: E402
+
+CURVES = REPO.parent / "shared" / "data" / "curves"
+OUT = REPO / "docs" / "results" / "fidelity.md"
+TRACE = "cifar10-resnets.csv"
+R, r, ETA, STEP_TIME, SCALING = 50, 2, 4, 30.0, "sqrt"
+
+
+@dataclass(frozen=True)
+class Summary:
+    best_score: float | None
+    trials: int
+    pauses: int
+    promotions: int
+    resizes: int
+    closed_at: float | None  # trace seconds after the start
+    atom_seconds_per_trial: float
+    startup: float  # median measured startup, trace seconds
+    decisions: frozenset  # (trial index, kind, step)
+
+
+def summarize(records, scale: float) -> Summary:
+    """The figures of one journal, times in trace seconds (real times divided by ``scale``)."""
+    start = next(r for r in records if isinstance(r, RunStarted)).t
+    index = {r.trial: r.index for r in records if isinstance(r, TrialCreated)}
+    last_step: dict[str, int] = {}
+    open_launch: dict[str, tuple[float, int]] = {}
+    atom_seconds = 0.0
+    decisions = set()
+    best = None
+    mode_max = next(r for r in records if isinstance(r, RunStarted)).mode == "max"
+    closed = None
+    startups = []
+    for rec in records:
+        if isinstance(rec, Launched):
+            open_launch[rec.trial] = (rec.t, len(rec.atoms))
+            last_step[rec.trial] = rec.from_step
+            if rec.reason == "resume":
+                decisions.add((index[rec.trial], "promote", rec.from_step))
+        elif isinstance(rec, Reported):
+            last_step[rec.trial] = rec.step
+            if best is None or (rec.score > best if mode_max else rec.score < best):
+                best = rec.score
+        elif isinstance(rec, StopRequested) and rec.intent in ("pause", "resize"):
+            decisions.add((index[rec.trial], rec.intent, last_step.get(rec.trial, 0)))
+        elif isinstance(rec, Exited) and rec.trial in open_launch:
+            t0, atoms = open_launch.pop(rec.trial)
+            atom_seconds += atoms * (rec.t - t0) / scale
+        elif isinstance(rec, EntranceClosed) and closed is None:
+            closed = (rec.t - start) / scale
+        elif isinstance(rec, Running):
+            startups.append(rec.startup / scale)
+    kinds = [d[1] for d in decisions]
+    return Summary(best, len(index), kinds.count("pause"), kinds.count("promote"), kinds.count("resize"), closed,
+                   atom_seconds / max(1, len(index)), statistics.median(startups) if startups else 0.0,
+                   frozenset(decisions))
+
+
+def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, work: Path) -> list:
+    spec = {
+        "name": f"fidelity-{seed}", "trainable": "hpcsched.replay:train",
+        "metric": {"name": "accuracy", "mode": "max"},
+        "space": {"trace": str(trace), "step_time": STEP_TIME, "time_scale": scale, "scaling": SCALING,
+                  "seed": seed, "draw": {"uniform": [0, 1]}},
+        "scheduler": {"kind": "hypersched", "r": r, "R": R, "eta": ETA, "scaling": SCALING},
+        "resources": {"atoms": atoms, "gpus_per_atom": 0, "cpus_per_atom": 1},
+        "deadline": deadline * scale, "seed": seed,
+        "controller": {"poll_interval": 0.05, "stop_margin": 1.0, "stop_grace": 10},
+    }
+    path = work / f"real-{seed}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    run = work / f"real-{seed}"
+    proc = subprocess.run([sys.executable, "-m", "hpcsched", "run", str(path), "--run-dir", str(run), "--quiet"],
+                          cwd=REPO, capture_output=True, text=True, timeout=deadline * scale + 300)
+    if proc.returncode != 0:
+        raise SystemExit(f"the real run failed:\n{proc.stdout}\n{proc.stderr}")
+    return read_journal(run / "events.jsonl")
+
+
+def simulated_run(trace: Path, seed: int, deadline: float, atoms: int, startup: float, work: Path) -> list:
+    raw = {
+        "name": f"fidelity-{seed}", "metric": {"name": "accuracy", "mode": "max"},
+        "scheduler": {"kind": "hypersched", "r": r, "R": R, "eta": ETA, "scaling": SCALING},
+        "resources": {"atoms": atoms}, "deadline": deadline, "seed": seed,
+        "workload": {"kind": "trace", "path": str(trace), "step_time": STEP_TIME, "startup": startup,
+                     "scaling": SCALING},
+    }
+    experiment = parse_experiment(raw)
+    log = work / f"sim-{seed}.jsonl"
+    simulate_run(experiment.spec, experiment.spec.variants[0], seed, event_log=log)
+    return read_journal(log)
+
+
+def agreement(a: frozenset, b: frozenset) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--deadline", type=float, default=1200.0, help="trace seconds")
+    parser.add_argument("--atoms", type=int, default=4)
+    parser.add_argument("--time-scale", type=float, default=0.05, help="real seconds per trace second")
+    parser.add_argument("--curves", type=Path, default=CURVES)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    trace = args.curves / TRACE
+    if not trace.is_file():
+        print(f"skipped: {trace} is absent")
+        return 0
+    rows = []
+    began = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for seed in range(args.seeds):
+            real = summarize(real_run(trace, seed, args.deadline, args.atoms, args.time_scale, work),
+                             args.time_scale)
+            sim = summarize(simulated_run(trace, seed, args.deadline, args.atoms, real.startup, work), 1.0)
+            rows.append((seed, real, sim, agreement(real.decisions, sim.decisions)))
+            print(f"seed {seed}: real best {real.best_score}, sim best {sim.best_score}, "
+                  f"decisions the same {rows[-1][3]:.0%}", flush=True)
+    text = render(rows, args, time.time() - began)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(text)
+    return 0
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if isinstance(value, float) and value < 10 else (f"{value:.0f}" if isinstance(value, float)
+                                                                          else str(value))
+
+
+def render(rows, args, seconds: float) -> str:
+    lines = [
+        "# Simulator against real runs",
+        "",
+        f"Generated by `python tools/bench_fidelity.py --seeds {args.seeds} --deadline {args.deadline:g} "
+        f"--atoms {args.atoms} --time-scale {args.time_scale:g}` ({seconds:.0f} s). The shared {TRACE} trace, "
+        f"R = {R}, r = {r}, eta = {ETA}, {STEP_TIME:g} s per step on one atom, {SCALING} scaling, HyperSched's "
+        f"defaults, {args.atoms} atoms, deadline {args.deadline:g} s. Real: the local backend with the replay "
+        f"trainable, {args.time_scale:g} real seconds per trace second (times below divided by it). Simulated: "
+        "the same spec with the startup the real run measured (median). Decisions: pause, promotion and resize "
+        "decisions as (trial, step); 'the same' is |both| / |either|.",
+        "",
+        "| seed | run | best_score | trials | pauses | promotions | resizes | exploration closed (s) | "
+        "atom-s per trial | startup (s) | decisions the same |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for seed, real, sim, same in rows:
+        for name, s in (("real", real), ("simulated", sim)):
+            lines.append(f"| {seed} | {name} | {_fmt(s.best_score)} | {s.trials} | {s.pauses} | {s.promotions} | "
+                         f"{s.resizes} | {_fmt(s.closed_at)} | {s.atom_seconds_per_trial:.0f} | {s.startup:.1f} | "
+                         + (f"{same:.0%} |" if name == "real" else " |"))
+    reals = [x[1] for x in rows]
+    sims = [x[2] for x in rows]
+    gap = statistics.mean(abs((a.best_score or 0) - (b.best_score or 0)) for a, b in zip(reals, sims))
+    trials = statistics.mean(abs(a.trials - b.trials) / max(1, b.trials) for a, b in zip(reals, sims))
+    lines += ["", f"Mean |best_score real - simulated|: {gap:.4f}; trials started differ by {trials:.0%}; "
+                  f"decisions the same: {statistics.mean(x[3] for x in rows):.0%}.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
