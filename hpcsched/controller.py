@@ -171,10 +171,10 @@ class Controller:
             return  # stale event of a trial that already exited
         if isinstance(event, TrialStarted):
             if trial.status == "launching":
-                self._commit(Running(event.t, event.trial_id, max(0.0, event.t - trial.launched_at)))
+                self._commit(Running(event.t, event.trial_id, max(0.0, event.t - _or(trial.launched_at, event.t))))
         elif isinstance(event, TrialReport):
             if trial.running_since is None:  # a report before the started mark: count it as started
-                self._commit(Running(event.t, event.trial_id, max(0.0, event.t - trial.launched_at)))
+                self._commit(Running(event.t, event.trial_id, max(0.0, event.t - _or(trial.launched_at, event.t))))
             self._commit(Reported(event.t, event.trial_id, event.step, event.score, event.checkpoint))
         elif isinstance(event, TrialExit):
             self._commit(Exited(event.t, event.trial_id, event.outcome, event.step, event.error))
@@ -186,8 +186,9 @@ class Controller:
     def situation(self) -> Situation:
         st, s = self.state, self.settings
         left = None if s.max_trials is None else s.max_trials - len(st.trials)
+        started_at = st.started.t if st.started is not None else self.clock.now()
         # the scheduler plans to when trials are asked to checkpoint, not to the deadline itself
-        return Situation(self.clock.now(), st.started.t, s.deadline - s.stop_margin, st.total_atoms, st.free_atoms,
+        return Situation(self.clock.now(), started_at, s.deadline - s.stop_margin, st.total_atoms, st.free_atoms,
                          left)
 
     def _decide(self) -> bool:
@@ -226,11 +227,11 @@ class Controller:
             extra: tuple[str, ...] = ()
             if grow > 0:
                 if self._single_node:  # a trial that is one process grows only on its own node
-                    extra = st.pool.free_on(node_of(trial.atoms[0]))[:grow]
+                    extra = st.atom_pool.free_on(node_of(trial.atoms[0]))[:grow]
                     if not extra:
                         return
                 else:
-                    extra = st.pool.choose(grow, near=trial.atoms)
+                    extra = st.atom_pool.choose(grow, near=trial.atoms)
             atoms = len(trial.atoms) + len(extra) if grow > 0 else d.atoms
             self._commit(StopRequested(now, d.trial_id, "resize", atoms, extra, d.reason))
             self.executor.request_stop(d.trial_id)
@@ -242,14 +243,14 @@ class Controller:
     @property
     def _single_node(self) -> bool:
         """Whether the executor needs each trial on one node (processes that are not distributed)."""
-        return not getattr(self.executor, "spans_nodes", True)
+        return not self.executor.spans_nodes
 
     def _launch(self, trial_id: str, n_atoms: int, reason: str) -> None:
         st = self.state
         if n_atoms < 1 or n_atoms > st.free_atoms:
             raise SchedulerError(f"launch of {trial_id} on {n_atoms} atoms: {st.free_atoms} free")
         trial = st.trials[trial_id]
-        atoms = st.pool.choose(n_atoms, near=trial.atoms or trial.last_atoms, single_node=self._single_node)
+        atoms = st.atom_pool.choose(n_atoms, near=trial.atoms or trial.last_atoms, single_node=self._single_node)
         self._commit(Launched(self.clock.now(), trial_id, atoms, reason, trial.checkpoint_step))
         try:
             self.executor.launch(LaunchRequest(trial_id, trial.index, trial.config, atoms, trial.checkpoint_step,
@@ -268,3 +269,7 @@ class Controller:
         self.scheduler.observe(record, self.state.view(trial_id) if trial_id is not None else None)
         if self.on_record is not None:
             self.on_record(record, self.state)
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value

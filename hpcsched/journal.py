@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from filelock import FileLock, Timeout
 
 from hpcsched.errors import RunDirError
-from hpcsched.records import Record, from_json, to_json
+from hpcsched.records import JOURNAL_VERSION, Record, RunStarted, from_json, to_json
 
 
 class Journal(Protocol):
@@ -76,7 +76,7 @@ class JsonlJournal:
                                   f"({self.path.name}.lock is held); stop it before starting or resuming") from None
             self._repair_torn_tail()
         # durable: unbuffered bytes, so a failed write (a full disk) can be cut back to the last whole line
-        self._file = open(self.path, "ab", buffering=0) if durable else \
+        self._file: Any = open(self.path, "ab", buffering=0) if durable else \
             open(self.path, "a", encoding="utf-8", buffering=1 << 16)
 
     def _repair_torn_tail(self) -> None:
@@ -148,4 +148,8 @@ def read_journal(path: Path) -> list[Record]:
                 break
             raise RunDirError(f"{path}: line {number} is corrupted ({exc}); "
                               f"the journal cannot be replayed past it") from None
+    started = next((r for r in records if isinstance(r, RunStarted)), None)
+    if started is not None and started.version > JOURNAL_VERSION:
+        raise RunDirError(f"{path}: written by a newer hpcsched (journal version {started.version}; this one "
+                          f"reads up to {JOURNAL_VERSION}); upgrade hpcsched to read it")
     return records

@@ -32,7 +32,8 @@ def build_result(spec: Spec, variant: str, run_dir: RunDir, state: RunState) -> 
     """The answer as the state stands: the best checkpointed report whose file still exists."""
     best = None
     for trial in state.trials.values():
-        if trial.best_checkpoint and state.better(trial.best_checkpoint_score, best[0] if best else None):
+        if trial.best_checkpoint and trial.best_checkpoint_score is not None \
+                and state.better(trial.best_checkpoint_score, best[0] if best else None):
             path = run_dir.trial(trial.trial_id).checkpoint(trial.best_checkpoint)
             if path.exists():
                 best = (trial.best_checkpoint_score, trial, path)

@@ -105,7 +105,8 @@ def _parse_table(raw: Mapping, path: str, problems: list[str]) -> Scaling | None
         except (TypeError, ValueError):
             problems.append(f"{path}: table key must be an atom count, got {shown(key)}")
             continue
-        if not (isinstance(value, (int, float)) and not isinstance(value, bool)) or not math.isfinite(value) or value <= 0:
+        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not numeric or not math.isfinite(value) or value <= 0:
             problems.append(f"{path}.{key}: rate must be a positive number, got {shown(value)}")
             continue
         if not math.isfinite(atoms) or atoms < 1:

@@ -20,6 +20,7 @@ from hpcsched.errors import SpecError
 from hpcsched.executors.sim import SimExecutor
 from hpcsched.journal import JsonlJournal, NullJournal
 from hpcsched.schedulers import make_scheduler
+from hpcsched.sim_layout import journal_path, summary_path
 from hpcsched.space import Sampler
 from hpcsched.spec import Experiment, Spec, Variant
 from hpcsched.state import RunState
@@ -129,7 +130,7 @@ def plan(experiment: Experiment, seeds: list[int], out: Path | None, event_log: 
             for seed in seeds:
                 log = None
                 if event_log and out is not None:
-                    log = out / "events" / safe_name(cell.label) / safe_name(variant.name) / f"seed-{seed}.jsonl"
+                    log = journal_path(out, cell.label, variant.name, seed)
                 tasks.append(SimTask(i, cell.params, cell.spec, variant, seed, log))
     return tasks
 
@@ -156,13 +157,8 @@ def simulate_experiment(experiment: Experiment, seeds: list[int], out: Path | No
     frame = pd.DataFrame(rows)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(out / "summary.csv", index=False)
+        frame.to_csv(summary_path(out), index=False)
     return frame
-
-
-def safe_name(text: str) -> str:
-    """A cell or variant label as a folder name."""
-    return "".join(c if c.isalnum() or c in "-_.=," else "_" for c in text)
 
 
 def default_jobs() -> int:

@@ -146,7 +146,8 @@ def _parse_param(name: str, definition: object, path: str, problems: list[str]) 
     if not isinstance(definition, Mapping):
         return Param(name, "value", (definition,))
     if len(definition) != 1:
-        problems.append(f"{path}: expected one of {{{', '.join(KINDS)}}} as the only key, got {shown(dict(definition))}")
+        problems.append(f"{path}: expected one of {{{', '.join(KINDS)}}} as the only key, "
+                        f"got {shown(dict(definition))}")
         return None
     (kind, args), = definition.items()
     if kind not in KINDS:

@@ -88,7 +88,7 @@ class ControllerSpec:
     poll_interval: float = 0.25  # seconds between polls of trial files and processes
     stop_margin: float = 10.0  # ask trials to checkpoint this long before the deadline
     stop_grace: float = 60.0  # a trial asked to stop is killed after this long (its last checkpoint counts)
-    hang_timeout: float | None = None  # no output this long: the trial is hung, killed, errored (None: auto; inf: never)
+    hang_timeout: float | None = None  # silent this long: hung, killed, errored (None: auto; inf: never)
     verdict_timeout: float = 10.0  # at a decision step a trial waits this long at most for the verdict (0: never)
 
 
@@ -350,7 +350,8 @@ def _parse_resources(raw: object, problems: list[str]) -> ResourcesSpec:
     mem = section.take("mem_per_atom", _memory, default=d.mem_per_atom)
     distributed = section.take("distributed", _bool, default=d.distributed)
     section.reject_unknown(("atoms", "gpus_per_atom", "cpus_per_atom", "mem_per_atom", "distributed"))
-    return ResourcesSpec(atoms=d.atoms if atoms is None else atoms, gpus_per_atom=d.gpus_per_atom if gpus is None else gpus,
+    return ResourcesSpec(atoms=d.atoms if atoms is None else atoms,
+                         gpus_per_atom=d.gpus_per_atom if gpus is None else gpus,
                          cpus_per_atom=cpus or 1, mem_per_atom=mem or "", distributed=bool(distributed))
 
 
@@ -389,7 +390,8 @@ def _profile(value: Any, base_dir: Path) -> tuple[Scaling, float | None]:
     return read_profile(path if path.is_absolute() else base_dir / path)
 
 
-def _parse_scheduler(raw: Mapping, path: str, problems: list[str], base_dir: Path | None = None) -> SchedulerSpec | None:
+def _parse_scheduler(raw: Mapping, path: str, problems: list[str],
+                     base_dir: Path | None = None) -> SchedulerSpec | None:
     base_dir = base_dir or Path.cwd()
     before = len(problems)
     s = _Section(raw, path, problems)
@@ -403,7 +405,8 @@ def _parse_scheduler(raw: Mapping, path: str, problems: list[str], base_dir: Pat
                        ("rung_trust", _one_of(*RUNG_TRUST)), ("retrospective", _one_of(*RETROSPECTIVE)),
                        ("after_close", _one_of(*AFTER_CLOSE)),
                        ("entrance", _entrance), ("allocation", _one_of(*ALLOCATION_POLICIES)),
-                       ("overhead_aware", _bool), ("backfill", _bool), ("scaling", lambda v: _scaling(v, f"{path}.scaling", problems)),
+                       ("overhead_aware", _bool), ("backfill", _bool),
+                       ("scaling", lambda v: _scaling(v, f"{path}.scaling", problems)),
                        ("allocation_grid", _int_at_least(1)), ("resize_margin", _number_at_least(0)),
                        ("resize_cooldown", _int_at_least(0)), ("startup_quantile", _fraction),
                        ("startup_estimate", _optional(_duration)),
@@ -522,7 +525,8 @@ def _parse_matrix(raw: object, problems: list[str]) -> list[tuple[str, list]]:
             problems.append(f"matrix.{key}: not a spec field (valid: {', '.join(_TOP_KEYS)}) and not a list of "
                             f"bundles {{label: ..., field.path: value}}")
             continue
-        bad = [p for p in paths if p.split(".")[0] in ("matrix", "variants", "name") or p.split(".")[0] not in _TOP_KEYS]
+        bad = [p for p in paths if p.split(".")[0] in ("matrix", "variants", "name") or
+               p.split(".")[0] not in _TOP_KEYS]
         if bad:
             problems.append(f"matrix.{key}: cannot vary {shown(bad[0])}")
             continue
@@ -724,7 +728,8 @@ def _entrance(value: Any) -> str | float:
         return value.strip().lower()
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
         return float(value)
-    raise ValueError(f"expected deadline, adaptive, none, or the fraction of the deadline spent exploring (0 < f <= 1), "
+    raise ValueError(f"expected deadline, adaptive, none, or the fraction of the deadline spent exploring "
+                     f"(0 < f <= 1), "
                      f"got {shown(value)}")
 
 

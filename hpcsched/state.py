@@ -108,6 +108,13 @@ class RunState:
     def total_atoms(self) -> int:
         return self.pool.total if self.pool else 0
 
+    @property
+    def atom_pool(self) -> AtomPool:
+        """The run's atoms (known from its run_started record on)."""
+        if self.pool is None:
+            raise ValueError("the journal has no run_started record before this one")
+        return self.pool
+
     def view(self, trial_id: str) -> TrialView:
         t = self.trials[trial_id]
         return TrialView(t.trial_id, t.status, len(t.atoms), t.step, t.last_score, t.run_time(self.now),
@@ -143,7 +150,7 @@ class RunState:
         t = self.trials[r.trial]
         if t.status in LIVE:
             raise ValueError(f"trial {r.trial} launched while {t.status}")
-        self.pool.take(r.atoms)
+        self.atom_pool.take(r.atoms)
         if r.reason == "resume":
             self.promotions += 1
         t.atoms, t.intent, t.relaunch_atoms = tuple(r.atoms), "", 0
@@ -180,7 +187,7 @@ class RunState:
         if t.status not in LIVE:
             raise ValueError(f"stop requested for trial {r.trial} while {t.status}")
         if r.extra:
-            self.pool.take(r.extra)
+            self.atom_pool.take(r.extra)
             t.reserved = tuple(r.extra)
         t.intent = r.intent
         t.relaunch_atoms = r.atoms if r.intent in ("resize", "recover") else 0
@@ -194,7 +201,7 @@ class RunState:
         if t.running_since is not None:
             t.run_time_done += max(0.0, r.t - t.running_since)
             t.running_since = None
-        self.pool.release(t.atoms + t.reserved)
+        self.atom_pool.release(t.atoms + t.reserved)
         t.last_atoms = t.atoms + t.reserved
         t.atoms, t.reserved = (), ()
         t.checkpoint_step = max(t.checkpoint_step, r.step) if r.outcome != "errored" else t.checkpoint_step

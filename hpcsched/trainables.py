@@ -56,7 +56,8 @@ def check_trainable(reference: str) -> None:
             return
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         if any(isinstance(t, ast.Name) and t.id == name for t in targets) or \
-                (isinstance(node, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name) == name for a in node.names)):
+                (isinstance(node, (ast.Import, ast.ImportFrom))
+                 and any((a.asname or a.name) == name for a in node.names)):
             return  # defined by assignment or import: checked when a trial imports it
     raise UserError(f"trainable: {str(path)!r} has no function {name!r}")
 

@@ -113,8 +113,8 @@ def test_twenty_sigkills_at_random_moments_lose_nothing(tmp_path):
     while kills < 20:
         args = ("run", str(spec), "--run-dir", str(run), "--quiet") + (("--resume",) if kills else ())
         controller = start(*args)
-        assert wait_for(lambda: _lines(journal) > seen, timeout=60)
-        wait_for(lambda: controller.poll() is not None, timeout=float(rng.uniform(0.2, 2.0)))
+        assert wait_for(lambda seen=seen: _lines(journal) > seen, timeout=60)
+        wait_for(lambda c=controller: c.poll() is not None, timeout=float(rng.uniform(0.2, 2.0)))
         if controller.poll() is not None:
             break  # the run ended before this kill
         os.kill(controller.pid, signal.SIGKILL)

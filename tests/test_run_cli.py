@@ -83,7 +83,8 @@ def test_run_dirs_are_never_overwritten(tmp_path):
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    _bad(tmp_path, "run", str(spec), "--run-dir", str(empty), "--resume", expect="not a run directory (no events.jsonl)")
+    _bad(tmp_path, "run", str(spec), "--run-dir", str(empty), "--resume",
+         expect="not a run directory (no events.jsonl)")
     (empty / "notes.txt").write_text("mine")
     _bad(tmp_path, "run", str(spec), "--run-dir", str(empty), expect="exists and is not empty")
     assert (empty / "notes.txt").read_text() == "mine"

@@ -54,7 +54,8 @@ def test_sim_spec_loads(name):
 def test_study_specs_set_what_the_study_varies():
     entrance = load_experiment(SIM / "entrance.yaml")
     assert {v.name: v.scheduler.entrance for v in entrance.spec.variants if v.scheduler.kind == "hypersched"} == \
-        {"hypersched": "deadline", "adaptive": "adaptive", "fixed-0.25": 0.25, "fixed-0.5": 0.5, "fixed-0.75": 0.75, "no-entrance": "none"}
+        {"hypersched": "deadline", "adaptive": "adaptive", "fixed-0.25": 0.25, "fixed-0.5": 0.5, "fixed-0.75": 0.75,
+         "no-entrance": "none"}
     allocation = load_experiment(SIM / "allocation.yaml")
     for cell in allocation.cells:
         for v in cell.spec.variants:

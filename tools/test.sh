@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: install the project and its test extras into .venv, start the local Slurm
+# The test command: install the project and its test extras into .venv, run the static checks
+# (ruff, mypy, import-linter), start the local Slurm
 # test cluster where this machine allows it (root + apt-get), then run the whole test suite.
 #   bash tools/test.sh [pytest args...]
 # HPCSCHED_CI=1 (set by .ci/run) turns "cannot start Slurm here" (and missing torch) into failures.
@@ -10,6 +11,11 @@ python=${PYTHON:-python3}
 [[ -x .venv/bin/python ]] || "$python" -m venv .venv
 # torch==2.13.0 is the CPU build on this kind of machine; the tests need no GPU.
 .venv/bin/pip install --quiet --disable-pip-version-check 'torch==2.13.0' -e '.[dev,examples,plot]'
+
+# static checks first (seconds): lint, types, layering (pyproject.toml configures all three)
+.venv/bin/ruff check hpcsched tools tests
+.venv/bin/mypy
+.venv/bin/lint-imports --no-cache
 
 set +e
 bash tools/slurm_test_cluster.sh start

@@ -10,7 +10,6 @@ A run in progress loads what its journal holds so far.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hpcsched.sim_layout import events_dir, summary_path
 from hpcsched.errors import RunDirError
 from hpcsched.records import ControllerResumed, EntranceClosed, RunFinished, RunStarted
 
@@ -81,7 +81,7 @@ def find_journal(path: str | Path) -> tuple[Path, Path | None]:
         if journal.is_file():
             return journal, path
         hint = ""
-        if (path / "summary.csv").is_file() or (path / "events").is_dir():
+        if summary_path(path).is_file() or events_dir(path).is_dir():
             hint = " (it looks like simulator output: use load_simulation)"
         raise RunDirError(f"{path}: not a run directory: no {JOURNAL_NAME}{hint}")
     if path.is_file():
@@ -181,7 +181,7 @@ def load_run(path: str | Path, mode: str | None = None) -> Run:
     run_started record). RunDirError when the path is not a run.
     """
     run = Run(path, mode)
-    run.info  # parse now, so a bad directory fails here
+    _ = run.info  # parse now, so a bad directory fails here
     return run
 
 

@@ -162,7 +162,7 @@ def write_simulation_report(sim: Simulation, out: Path, mode: str | None = None,
     """best_score.png, regret.png, one Gantt per variant (first cell, first seed) and summary.md."""
     from hpcsched.analysis.loaders import Run
     from hpcsched.analysis.plots import plot_gantt, plot_variants, save
-    from hpcsched.simulate import safe_name
+    from hpcsched.sim_layout import safe_name
 
     out.mkdir(parents=True, exist_ok=True)
     images: dict[str, str] = {}

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -16,10 +15,7 @@ import pandas as pd
 from hpcsched.errors import RunDirError
 
 from hpcsched.analysis.loaders import Run
-from hpcsched.simulate import safe_name
-
-SUMMARY_NAME = "summary.csv"
-_SEED_FILE = re.compile(r"^seed-(-?\d+)\.jsonl$")
+from hpcsched.sim_layout import EVENTS, SEED_FILE as _SEED_FILE, SUMMARY as SUMMARY_NAME, safe_name
 
 
 def is_simulation(path: str | Path) -> bool:
@@ -132,7 +128,7 @@ def load_simulation(path: str | Path) -> Simulation:
     if "variant" not in summary.columns or "seed" not in summary.columns:
         raise RunDirError(f"{summary_path}: not a simulator summary (no variant and seed columns)")
     matrix_keys = tuple(summary.columns[: list(summary.columns).index("variant")])
-    runs = _journals(path / "events")
+    runs = _journals(path / EVENTS)
     summary = summary.copy()
     summary.insert(0, "cell", [_cell_name(row, matrix_keys, set(runs["cell"]))
                                for row in summary[list(matrix_keys)].itertuples(index=False)])

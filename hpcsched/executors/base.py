@@ -73,3 +73,11 @@ class Executor(Protocol):
 
     def shutdown(self) -> None:
         """Kill whatever is still running (the controller is exiting)."""
+
+    def recover(self, trial_id: str, launches: int, last_step: int, from_step: int) -> list[Event]:
+        """After a controller restart: take over launch number ``launches`` of a trial that the
+        journal says was live (ask it to stop); its reports newer than ``last_step``, then its exit."""
+
+    @property
+    def spans_nodes(self) -> bool:
+        """Whether one trial may run on atoms of several nodes (False: each trial on one node)."""

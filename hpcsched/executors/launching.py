@@ -63,7 +63,7 @@ class _Submitter(core.PicklingExecutor):
         self._tasks = 1
         self.processes: list[Any] = []
 
-    def submit_launch(self, launch_id: str, tasks: int, launch: TrialLaunch) -> TrialJob:
+    def submit_launch(self, launch_id: str, tasks: int, launch: TrialLaunch) -> core.Job:
         self._launch_id, self._tasks = launch_id, tasks
         return self.submit(run_trial, launch)
 
@@ -127,6 +127,8 @@ class ProcessSettings:
 
 class ProcessExecutor:
     """Executor protocol over real processes; subclasses implement placement and spawning."""
+
+    spans_nodes = True  # one machine (local), or distributed trials (SLURM sets it per run)
 
     def __init__(self, settings: ProcessSettings, clock):
         self.settings = settings

@@ -71,7 +71,8 @@ class LocalExecutor(ProcessExecutor):
     def __init__(self, settings: ProcessSettings, clock, resources: LocalResources):
         super().__init__(settings, clock)
         self.resources = resources
-        cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+        cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else list(range(os.cpu_count() or 1))
         self._cores = cores
 
     def atom_ids(self) -> tuple[str, ...]:

@@ -99,8 +99,14 @@ class SimExecutor:
             heapq.heappop(heap)
         return heap[0][0] if heap else math.inf
 
+    spans_nodes = True  # simulated atoms have no nodes
+
     def decided(self) -> None:
         pass  # simulated trials stop exactly where they are told
+
+    def recover(self, trial_id: str, launches: int, last_step: int, from_step: int) -> list[Event]:
+        """A simulation is never resumed: nothing outlives it."""
+        return []
 
     def shutdown(self) -> None:
         self._heap.clear()

@@ -104,8 +104,7 @@ class OneEpoch:
             if self.screening and (left is None or left > 0):
                 out.append(StartTrial(size))
                 left = None if left is None else left - 1
-            elif not self.screening and len(self._screened):
-                best = self._screened.best()
+            elif not self.screening and (best := self._screened.best()) is not None:
                 self._screened.discard(best)
                 out.append(ResumeTrial(best, size))
             else:

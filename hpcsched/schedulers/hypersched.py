@@ -38,11 +38,11 @@ from hpcsched.schedulers.finish import Candidate, FinishPlan, plan_finish
 from hpcsched.schedulers.rungs import Rung, SpeculativeBracket, TopFractionBracket, milestones
 from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
 from hpcsched.schedulers.trust import RungTrust
+from hpcsched.spec import SchedulerSpec
+from hpcsched.state import TrialView
 
 NO_LEVEL = -1  # a trial that has not reached the first rung
 TRUST_FULL = 0.5  # rung trust from which a rung pauses as many as successive halving does
-from hpcsched.spec import SchedulerSpec
-from hpcsched.state import TrialView
 
 
 class HyperSched:
@@ -52,6 +52,7 @@ class HyperSched:
         levels = len(milestones(spec.r, spec.R, spec.eta))
         self.trust = RungTrust(levels)
         quantile = self._cutoff_quantile if spec.rung_trust == "learned" else None
+        self.bracket: SpeculativeBracket | TopFractionBracket
         if spec.speculative:
             self.bracket = SpeculativeBracket(spec.r, spec.R, spec.eta, quantile,
                                               current_only=spec.retrospective == "current")
@@ -68,7 +69,7 @@ class HyperSched:
         self._live_atoms = 0
         self._grown: set[str] = set()  # live trials holding more than one atom
         self._ranking = Ranking()  # live trials by last score
-        self._verdicts: dict[str, Decision] = {}
+        self._verdicts: dict[str, PauseTrial | StopTrial] = {}  # on a trial's own report
         self._pause_rung: dict[str, Rung] = {}
         self._reported: dict[str, int] = {}  # trials that reported since the last decide -> reports since launch
         self._shrinking: set[str] = set()
@@ -302,11 +303,11 @@ class HyperSched:
         return rung_steps(milestones(self.spec.r, self.spec.R, self.spec.eta), self.spec.R)
 
     def decide(self, situation: Situation) -> list[Decision]:
-        out: list[Decision] = list(self._verdicts.values())
-        self._verdicts.clear()
-        for verdict in out:  # leaving now: not candidates for growth or shrinking
+        for verdict in self._verdicts.values():  # leaving now: not candidates for growth or shrinking
             self._reported.pop(verdict.trial_id, None)
             self._grown.discard(verdict.trial_id)
+        out: list[Decision] = list(self._verdicts.values())
+        self._verdicts.clear()
         free = situation.free_atoms
         if not self.closed:
             reason = self._entrance_should_close(situation)
