@@ -31,12 +31,6 @@ class AtomPool:
     def total(self) -> int:
         return len(self.ids)
 
-    def is_free(self, atom_id: str) -> bool:
-        free = self._free_by_node.get(node_of(atom_id), [])
-        pos = self._position[atom_id]
-        i = bisect.bisect_left(free, pos)
-        return i < len(free) and free[i] == pos
-
     def choose(self, n: int, near: Sequence[str] = (), single_node: bool = False) -> tuple[str, ...]:
         """``n`` free atoms: on the nodes of ``near`` first (a trial's own atoms), else packed onto
         as few nodes as possible (best fit). With ``single_node``, all on one node: when no node

@@ -57,13 +57,6 @@ class Scaling:
                 best, best_rate = a, r
         return best
 
-    def describe(self) -> str:
-        if self.name in ("none", "linear"):
-            return self.name
-        if self.name == "sqrt":
-            return "sqrt"
-        return "table " + ", ".join(f"{k:g}:{v:g}" for k, v in self.table)
-
 
 def named_scaling(name: str) -> Scaling:
     """One of the named functions: none, linear, sqrt."""

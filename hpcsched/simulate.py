@@ -74,7 +74,7 @@ def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None
     scheduler_spec = variant.scheduler
     workload = build_workload(spec, seed, scheduler_spec.R, traces)
     clock = VirtualClock(0.0)
-    executor = SimExecutor(workload, clock, w.scaling, w.startup)
+    executor = SimExecutor(workload, clock, w.scaling, w.startup, w.step_overhead)
     sampler = Sampler(spec.space, seed) if spec.space is not None else None
     limits = [n for n in (spec.max_trials, sampler.capacity if sampler else None, workload.size) if n is not None]
 

@@ -100,6 +100,7 @@ class WorkloadSpec:
     path: Path | None = None
     step_time: float = 0.1  # seconds per step on one atom (a trace's time column overrides)
     startup: float = 0.0  # seconds per start, resume or resize
+    step_overhead: float = 0.0  # seconds added to every step (a real report's cost: checkpoint, verdict)
     scaling: Scaling = field(default_factory=lambda: named_scaling("linear"))  # the true s(a)
     trials: int = 10_000  # synthetic: size of the pool of distinct curves
     noise: float = 0.005  # synthetic: sd of the noise on the loss
@@ -477,10 +478,11 @@ def _parse_workload(raw: object, base_dir: Path, problems: list[str],
     path = s.take("path", _string, default=None)
     step_time = s.take("step_time", _positive_duration, default=None)
     startup = s.take("startup", _duration, default=d.startup)
+    step_overhead = s.take("step_overhead", _duration, default=d.step_overhead)
     scaling = s.take("scaling", lambda v: _scaling(v, "workload.scaling", problems), default=d.scaling)
     trials = s.take("trials", _int_at_least(1), default=d.trials)
     noise = s.take("noise", _number_at_least(0), default=d.noise)
-    s.reject_unknown(("kind", "path", "step_time", "startup", "scaling", "trials", "noise"))
+    s.reject_unknown(("kind", "path", "step_time", "startup", "step_overhead", "scaling", "trials", "noise"))
     resolved = None
     if kind == "trace":
         if path is None:
@@ -500,7 +502,7 @@ def _parse_workload(raw: object, base_dir: Path, problems: list[str],
     if len(problems) != before:
         return None
     return WorkloadSpec(kind=kind, path=resolved, step_time=step_time if step_time is not None else d.step_time,
-                        startup=startup, scaling=scaling, trials=trials, noise=noise)
+                        startup=startup, step_overhead=step_overhead, scaling=scaling, trials=trials, noise=noise)
 
 
 def _parse_matrix(raw: object, problems: list[str]) -> list[tuple[str, list]]:

@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -61,7 +61,6 @@ class TrialLaunch:
     gpus: tuple[int, ...] = ()  # physical GPU indices (local) given through CUDA_VISIBLE_DEVICES
     cpus: tuple[int, ...] = ()  # cores to pin to (local); empty: leave affinity alone
     threads: int = 1  # CPU threads per process
-    extra: dict[str, Any] = field(default_factory=dict)
     trial_index: int = 0  # the trial's number in the run (0-based), as the sampler and the simulator count
     verdict_steps: tuple[int, ...] = ()  # after reporting these steps the chief waits for the verdict
     verdict_every_step: bool = False  # ... or after every step

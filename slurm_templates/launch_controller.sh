@@ -15,6 +15,7 @@
 #SBATCH --signal=B:USR1@120            # warn the controller 120 s ahead: it checkpoints every trial
 #SBATCH --requeue                      # after preemption or node failure, restart and resume
 #SBATCH --output=%x-%j.out             # the controller's progress lines
+#SBATCH --open-mode=append             # a requeued job appends to it: the first attempt's lines stay
 
 set -euo pipefail
 SPEC=${SPEC:?set SPEC=path/to/experiment.yaml (sbatch --export=ALL,SPEC=...)}   # EDIT or pass SPEC

@@ -17,7 +17,7 @@ from hpcsched.rundir import TrialPaths
 from hpcsched.scores import (BadLine, ExitLine, ReportLine, ScoresReader, StartedLine, append_line, check_report,
                              format_line, parse_line)
 from hpcsched.trial import load_checkpoint, save_payload
-from tests.runs import REPO, hpcsched, no_trial_processes_left, records, write_spec
+from tests.runs import REPO, hpcsched, no_trial_processes_left, records, wait_for, write_spec
 from tests.trainables.hostile import ATTACKS, MARKER
 
 HOSTILE = REPO / "tests" / "trainables" / "hostile.py"
@@ -221,3 +221,26 @@ def test_a_hung_trial_is_killed_errored_and_its_atoms_go_to_others(tmp_path):
     result = json.loads((run / "result.json").read_text())
     assert result["best"]["config"]["quality"] == 0.5 and result["best"]["step"] == 12
     assert no_trial_processes_left(run)
+
+
+def test_recovery_stops_only_processes_that_run_a_launch_of_the_trial(tmp_path):
+    """A user's process that merely names the trial's folder (tail -f of a log) is left alone."""
+    import subprocess
+    import sys
+
+    from hpcsched.executors.launching import SUBMIT_MODULE, _alive_orphans
+
+    folder = tmp_path / "run" / "trials" / "t0000" / "launches"
+    folder.mkdir(parents=True)
+    sleeper = "import time; time.sleep(30)"
+    bystander = subprocess.Popen([sys.executable, "-c", sleeper, str(folder / "t0000-l1_0_log.out")])
+    launch = subprocess.Popen([sys.executable, "-c", sleeper, SUBMIT_MODULE, str(folder)])
+    try:
+        for process in (bystander, launch):  # until both have exec'd (a fresh fork shows pytest's command line)
+            assert wait_for(lambda pid=process.pid: str(folder) in Path(f"/proc/{pid}/cmdline").read_bytes().decode())
+        found = _alive_orphans(folder / "t0000-l9.json", folder)  # no record: found by command line
+        assert launch.pid in found and bystander.pid not in found
+    finally:
+        for p in (bystander, launch):
+            p.kill()
+            p.wait()

@@ -146,3 +146,21 @@ def test_simulated_best_never_beats_the_oracle():
             oracle = oracle_score(workload, atoms=8, deadline=20, startup=0.2, scaling=named_scaling("linear"),
                                   mode="max")
             assert state.best_score <= oracle
+
+
+def test_every_step_costs_the_report_overhead_whatever_the_atoms():
+    clock = VirtualClock()
+    ex = SimExecutor(ListWorkload([linear_curve("c", 6)]), clock, named_scaling("linear"), startup=1.0,
+                     step_overhead=0.25)
+    ex.launch(LaunchRequest("t0", 0, {}, ("0", "1"), 0, "start"))
+    times = []
+    while len(times) < 4:
+        clock.sleep_until(ex.next_wakeup(clock.now()))
+        times += [e.t for e in ex.poll(clock.now()) if isinstance(e, TrialReport)]
+    assert times == pytest.approx([1.0 + k * (0.5 + 0.25) for k in range(1, 5)])  # two atoms: 0.5 s of work
+
+
+def test_the_workload_spec_takes_the_step_overhead():
+    experiment = parse_experiment({"name": "x", "scheduler": {"kind": "asha", "r": 1, "R": 4}, "deadline": 10,
+                                   "workload": {"kind": "synthetic", "step_overhead": "0.2s"}})
+    assert experiment.spec.workload.step_overhead == 0.2

@@ -75,6 +75,8 @@ def test_sbatch_template_runs_a_search_with_pauses_promotions_and_resizes(tmp_pa
             continue  # stopped while still starting, as above
         ranks = _ranks(run, trial, launch)
         assert len({r["node"] for r in ranks}) == 2 and {r["world"] for r in ranks} == {len(atoms)}
+        # rank 0 runs where MASTER_ADDR points: the node of the launch's first atom
+        assert next(r["node"] for r in ranks if r["rank"] == 0) == atoms[0].split(":")[0], (launch, atoms, ranks)
     # processes that ran at the same time never shared a GPU (GPU indices are per node)
     processes = [(trial, r) for trial, launch, _, end, _ in launches for r in _ranks(run, trial, launch)
                  if r.setdefault("end", end)]

@@ -61,13 +61,18 @@ def test_step_layout_and_srun_line():
     with pytest.raises(ValueError, match="cannot span nodes"):
         step_layout(("node1:0", "node2:0"), 1, False)
     folder = Path("/runs/r/trials/t0003/launches")
-    even = srun_command("t0003-l2", folder, [("node1", 2), ("node2", 2)], 1, 4, 500, ["python", "-m", "x"])
-    assert even[:2] == ["srun", "--exact"]
-    for part in ["--job-name=t0003-l2", "--nodes=2", "--ntasks=4", "--nodelist=node1,node2", "--ntasks-per-node=2",
+    one = srun_command("t0003-l2", folder, [("node1", 2)], 1, 4, 500, ["python", "-m", "x"])
+    assert one[:2] == ["srun", "--exact"]
+    for part in ["--job-name=t0003-l2", "--nodes=1", "--ntasks=2", "--nodelist=node1", "--ntasks-per-node=2",
                  "--gpus-per-task=1", "--cpus-per-task=4", "--mem-per-cpu=500M", "--kill-on-bad-exit=1",
                  f"--output={folder}/t0003-l2_%t_log.out", f"--error={folder}/t0003-l2_%t_log.err"]:
-        assert part in even
-    assert even[-3:] == ["python", "-m", "x"] and "--overlap" not in even
+        assert part in one
+    assert one[-3:] == ["python", "-m", "x"] and "--overlap" not in one
+    # two nodes, rank 0 on the second node of the allocation: the hostfile pins it there
+    even = srun_command("t0003-l2", folder, [("node2", 2), ("node1", 2)], 1, 4, 500, ["python", "-m", "x"])
+    assert "--distribution=arbitrary" in even and "--nodes=2" in even and "--ntasks=4" in even
+    assert not any(p.startswith("--nodelist") or p.startswith("--ntasks-per-node") for p in even)
+    assert hostfile_lines([("node2", 2), ("node1", 2)]) == ["node2", "node2", "node1", "node1"]
     uneven = srun_command("t0003-l3", folder, [("node1", 3), ("node2", 1)], 1, 1, 100, ["p"])
     assert "--distribution=arbitrary" in uneven and not any(p.startswith("--nodelist") for p in uneven)
     assert hostfile_lines([("node1", 3), ("node2", 1)]) == ["node1", "node1", "node1", "node2"]

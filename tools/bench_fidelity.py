@@ -51,6 +51,7 @@ class Summary:
     closed_at: float | None  # trace seconds after the start
     atom_seconds_per_trial: float
     startup: float  # median measured startup, trace seconds
+    step_overhead: float  # median seconds a one-atom step took beyond the trace's, trace seconds
     decisions: frozenset  # (trial index, kind, step)
 
 
@@ -66,6 +67,8 @@ def summarize(records, scale: float) -> Summary:
     mode_max = next(r for r in records if isinstance(r, RunStarted)).mode == "max"
     closed = None
     startups = []
+    gaps = []  # seconds between two reports of one launch on one atom
+    last_report: dict[str, float] = {}
     for rec in records:
         if isinstance(rec, Launched):
             open_launch[rec.trial] = (rec.t, len(rec.atoms))
@@ -73,12 +76,16 @@ def summarize(records, scale: float) -> Summary:
             if rec.reason == "resume":
                 decisions.add((index[rec.trial], "promote", rec.from_step))
         elif isinstance(rec, Reported):
+            if rec.trial in last_report and open_launch.get(rec.trial, (0, 0))[1] == 1:
+                gaps.append((rec.t - last_report[rec.trial]) / scale)
+            last_report[rec.trial] = rec.t
             last_step[rec.trial] = rec.step
             if best is None or (rec.score > best if mode_max else rec.score < best):
                 best = rec.score
         elif isinstance(rec, StopRequested) and rec.intent in ("pause", "resize"):
             decisions.add((index[rec.trial], rec.intent, last_step.get(rec.trial, 0)))
         elif isinstance(rec, Exited) and rec.trial in open_launch:
+            last_report.pop(rec.trial, None)
             t0, atoms = open_launch.pop(rec.trial)
             atom_seconds += atoms * (rec.t - t0) / scale
         elif isinstance(rec, EntranceClosed) and closed is None:
@@ -88,7 +95,7 @@ def summarize(records, scale: float) -> Summary:
     kinds = [d[1] for d in decisions]
     return Summary(best, len(index), kinds.count("pause"), kinds.count("promote"), kinds.count("resize"), closed,
                    atom_seconds / max(1, len(index)), statistics.median(startups) if startups else 0.0,
-                   frozenset(decisions))
+                   max(0.0, statistics.median(gaps) - STEP_TIME) if gaps else 0.0, frozenset(decisions))
 
 
 def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, work: Path) -> list:
@@ -112,13 +119,14 @@ def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, 
     return read_journal(run / "events.jsonl")
 
 
-def simulated_run(trace: Path, seed: int, deadline: float, atoms: int, startup: float, work: Path) -> list:
+def simulated_run(trace: Path, seed: int, deadline: float, atoms: int, startup: float, overhead: float,
+                  work: Path) -> list:
     raw = {
         "name": f"fidelity-{seed}", "metric": {"name": "accuracy", "mode": "max"},
         "scheduler": {"kind": "hypersched", "r": r, "R": R, "eta": ETA, "scaling": SCALING},
         "resources": {"atoms": atoms}, "deadline": deadline, "seed": seed,
         "workload": {"kind": "trace", "path": str(trace), "step_time": STEP_TIME, "startup": startup,
-                     "scaling": SCALING},
+                     "step_overhead": overhead, "scaling": SCALING},
     }
     experiment = parse_experiment(raw)
     log = work / f"sim-{seed}.jsonl"
@@ -150,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         for seed in range(args.seeds):
             real = summarize(real_run(trace, seed, args.deadline, args.atoms, args.time_scale, work),
                              args.time_scale)
-            sim = summarize(simulated_run(trace, seed, args.deadline, args.atoms, real.startup, work), 1.0)
+            sim = summarize(simulated_run(trace, seed, args.deadline, args.atoms, real.startup, real.step_overhead,
+                                          work), 1.0)
             rows.append((seed, real, sim, agreement(real.decisions, sim.decisions)))
             print(f"seed {seed}: real best {real.best_score}, sim best {sim.best_score}, "
                   f"decisions the same {rows[-1][3]:.0%}", flush=True)
@@ -177,17 +186,20 @@ def render(rows, args, seconds: float) -> str:
         f"R = {R}, r = {r}, eta = {ETA}, {STEP_TIME:g} s per step on one atom, {SCALING} scaling, HyperSched's "
         f"defaults, {args.atoms} atoms, deadline {args.deadline:g} s. Real: the local backend with the replay "
         f"trainable, {args.time_scale:g} real seconds per trace second (times below divided by it). Simulated: "
-        "the same spec with the startup the real run measured (median). Decisions: pause, promotion and resize "
+        "the same spec with the startup and the per-step overhead (a step's time beyond the trace's: the report, "
+        "its checkpoint, the verdict round trip) that the real run measured (medians). Decisions: pause, "
+        "promotion and resize "
         "decisions as (trial, step); 'the same' is |both| / |either|.",
         "",
         "| seed | run | best_score | trials | pauses | promotions | resizes | exploration closed (s) | "
-        "atom-s per trial | startup (s) | decisions the same |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "atom-s per trial | startup (s) | step overhead (s) | decisions the same |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for seed, real, sim, same in rows:
         for name, s in (("real", real), ("simulated", sim)):
             lines.append(f"| {seed} | {name} | {_fmt(s.best_score)} | {s.trials} | {s.pauses} | {s.promotions} | "
                          f"{s.resizes} | {_fmt(s.closed_at)} | {s.atom_seconds_per_trial:.0f} | {s.startup:.1f} | "
+                         f"{s.step_overhead:.2f} | "
                          + (f"{same:.0%} |" if name == "real" else " |"))
     reals = [x[1] for x in rows]
     sims = [x[2] for x in rows]

@@ -10,7 +10,7 @@ A run in progress loads what its journal holds so far.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -65,12 +65,6 @@ class RunInfo:
     def elapsed(self, t: float | None) -> float | None:
         """``t`` relative to the run's start."""
         return None if t is None else t - self.start
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["journal"], data["run_dir"] = str(self.journal), (str(self.run_dir) if self.run_dir else None)
-        data["in_progress"] = self.in_progress
-        return data
 
 
 def find_journal(path: str | Path) -> tuple[Path, Path | None]:

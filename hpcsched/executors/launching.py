@@ -39,6 +39,7 @@ from hpcsched.verdict import Verdict, write_verdict
 log = logging.getLogger(__name__)
 
 SIGNAL_REPEAT_S = 1.0  # re-send a stop signal this often until the trial exits
+SUBMIT_MODULE = "submitit.core._submit"  # what every launch's process runs
 HANG_FLOOR_S = 300.0  # automatic hang timeout: at least this long without a line ...
 HANG_FACTOR = 10.0  # ... and this many times the longest gap between two lines seen in the run
 
@@ -69,8 +70,7 @@ class _Submitter(core.PicklingExecutor):
 
     @property
     def _submitit_command_str(self) -> str:
-        return " ".join([shlex.quote(sys.executable), "-u", "-m", "submitit.core._submit",
-                         shlex.quote(str(self.folder))])
+        return " ".join([shlex.quote(sys.executable), "-u", "-m", SUBMIT_MODULE, shlex.quote(str(self.folder))])
 
     def _submit_command(self, command: str) -> TrialJob:
         self.processes = self._spawn(command)
@@ -142,7 +142,7 @@ class ProcessExecutor:
         raise NotImplementedError
 
     def placement(self, atoms: tuple[str, ...]) -> dict[str, Any]:
-        """TrialLaunch fields (gpus, cpus, threads, extra) for these atoms."""
+        """TrialLaunch fields (gpus, cpus, threads) for these atoms."""
         raise NotImplementedError
 
     def world_size(self, atoms: tuple[str, ...]) -> int:
@@ -475,9 +475,9 @@ def _send(pid: int, sig: int) -> None:
 
 
 def _alive_orphans(record: Path, folder: Path) -> list[int]:
-    """Pids on this host that still run a launch of this trial: those of the launch record, and
-    any process whose command line names the trial's launches folder (a controller killed
-    between spawning a launch and writing its record leaves one with no record)."""
+    """Pids on this host that still run a launch of this trial: every process whose command line
+    runs submitit's entry point on the trial's launches folder (found even when a controller
+    killed between spawning a launch and writing its record left no record)."""
     try:
         data = json.loads(record.read_text())
     except (OSError, ValueError):
@@ -493,6 +493,8 @@ def _alive_orphans(record: Path, folder: Path) -> list[int]:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if marker in cmdline and _pid_alive(int(entry)):
+        # a launch runs submitit's entry point on the trial's folder (directly, or inside srun);
+        # any other process naming the folder (a user's `tail -f` of a log) is not ours to stop
+        if marker in cmdline and SUBMIT_MODULE in cmdline and _pid_alive(int(entry)):
             alive.append(int(entry))
     return alive

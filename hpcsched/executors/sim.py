@@ -1,9 +1,10 @@
 """The simulated executor: trials replay learning curves on a virtual clock.
 
 A trial on ``a`` atoms advances ``s_true(a)`` one-atom seconds of work per second; every
-start, resume and resize first costs ``startup`` seconds; a stop request takes effect at
-once, keeping the last reported step as the checkpoint. Events wait in a heap of
-(time, seq, ...) so ties come out first-in first-out.
+start, resume and resize first costs ``startup`` seconds, and every step ``step_overhead``
+seconds more whatever the atoms (what a real report costs: the checkpoint write, the verdict
+round trip); a stop request takes effect at once, keeping the last reported step as the
+checkpoint. Events wait in a heap of (time, seq, ...) so ties come out first-in first-out.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ class _SimTrial:
 
 
 class SimExecutor:
-    def __init__(self, workload: Workload, clock, scaling: Scaling, startup: float):
+    def __init__(self, workload: Workload, clock, scaling: Scaling, startup: float, step_overhead: float = 0.0):
         self.workload = workload
+        self.step_overhead = step_overhead
         self.clock = clock
         self.scaling = scaling
         self.startup = startup
@@ -43,10 +45,6 @@ class SimExecutor:
         self._seq = itertools.count()
         self._trials: dict[str, _SimTrial] = {}
         self._curves: dict[int, Curve] = {}
-
-    @property
-    def capacity(self) -> int:
-        return self.workload.size
 
     def curve(self, index: int) -> Curve:
         """The curve trial ``index`` replays (cached; the pool may be generated lazily)."""
@@ -125,7 +123,7 @@ class SimExecutor:
     def _schedule_step(self, trial_id: str, trial: _SimTrial, t: float) -> None:
         work = trial.curve.work
         done = work[trial.pos - 1] if trial.pos else 0.0
-        duration = (work[trial.pos] - done) / trial.rate if trial.rate > 0 else math.inf
+        duration = (work[trial.pos] - done) / trial.rate + self.step_overhead if trial.rate > 0 else math.inf
         self._push(t + float(duration), _STEP, trial_id, trial.generation)
 
     def _push(self, t: float, kind: int, trial_id: str, generation: int) -> None:

@@ -195,7 +195,11 @@ def step_layout(atoms: Sequence[str], gpus_per_atom: int, distributed: bool) -> 
 
 def srun_command(launch_id: str, folder: Path, layout: Sequence[tuple[str, int]], gpus_per_task: int,
                  cpus_per_task: int, mem_per_cpu_mb: int, program: Sequence[str]) -> list[str]:
-    """The srun line of one launch (``layout``: tasks per node). Uneven layouts need SLURM_HOSTFILE."""
+    """The srun line of one launch (``layout``: tasks per node, rank 0's node first).
+
+    On several nodes the hostfile (SLURM_HOSTFILE, --distribution=arbitrary) names each task's
+    node: with --nodelist alone srun orders the nodes as the allocation does, and rank 0 (whose
+    node is MASTER_ADDR) could land on another node than ``layout[0]``."""
     tasks = sum(n for _, n in layout)
     nodes = [node for node, _ in layout]
     command = ["srun", "--exact", f"--job-name={launch_id}", f"--nodes={len(nodes)}", f"--ntasks={tasks}",
@@ -204,10 +208,10 @@ def srun_command(launch_id: str, folder: Path, layout: Sequence[tuple[str, int]]
                f"--output={folder}/{launch_id}_%t_log.out", f"--error={folder}/{launch_id}_%t_log.err"]
     if gpus_per_task:
         command.append(f"--gpus-per-task={gpus_per_task}")
-    if len({n for _, n in layout}) > 1:  # uneven: the hostfile (SLURM_HOSTFILE) names each task's node
+    if len(nodes) > 1:
         command.append("--distribution=arbitrary")
     else:
-        command += [f"--nodelist={','.join(nodes)}", f"--ntasks-per-node={layout[0][1]}"]
+        command += [f"--nodelist={nodes[0]}", f"--ntasks-per-node={layout[0][1]}"]
     return command + list(program)
 
 
