@@ -200,6 +200,8 @@ def test_the_hang_limit_follows_the_measured_gaps_unless_configured():
     assert hang_limit(None, 100.0) == HANG_FACTOR * 100.0
     assert hang_limit(5.0, 100.0) == 5.0
     assert hang_limit(math.inf, 1.0) == math.inf
+    assert hang_limit(None, 100.0, started=False) == math.inf  # setup may take what it takes
+    assert hang_limit(5.0, 100.0, started=False) == 5.0
 
 
 @pytest.mark.slow

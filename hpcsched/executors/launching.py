@@ -217,7 +217,8 @@ class ProcessExecutor:
                 del self._live[trial_id]
                 continue
             silent = now - launch.last_output
-            if launch.stop_requested_at is None and silent > hang_limit(self.settings.hang_timeout, self._longest_gap):
+            limit = hang_limit(self.settings.hang_timeout, self._longest_gap, launch.started)
+            if launch.stop_requested_at is None and silent > limit:
                 log.warning("trial %s: no output for %.0f s; killing it as hung", trial_id, silent)
                 self._end_processes(launch)
                 events.append(TrialExit(trial_id, now, "errored", launch.checkpoint_step,
@@ -398,12 +399,13 @@ class ProcessExecutor:
         return TrialExit(trial_id, now, "errored", launch.checkpoint_step, f"process ended {what}{tail}")
 
 
-def hang_limit(configured: float | None, longest_gap: float) -> float:
+def hang_limit(configured: float | None, longest_gap: float, started: bool = True) -> float:
     """How long a launch may write nothing before it counts as hung: the configured timeout, or
-    (None) max(HANG_FLOOR_S, HANG_FACTOR x the longest gap between lines measured so far)."""
+    (None) max(HANG_FLOOR_S, HANG_FACTOR x the longest gap between lines measured so far), once
+    the launch finished its setup (a setup's length is the trainable's own: never cut short)."""
     if configured is not None:
         return configured
-    return max(HANG_FLOOR_S, HANG_FACTOR * longest_gap)
+    return max(HANG_FLOOR_S, HANG_FACTOR * longest_gap) if started else math.inf
 
 
 def launch_id_of(trial_id: str, number: int) -> str:
