@@ -91,12 +91,10 @@ class Controller:
             self.journal.sync()
             self.clock.sleep_until(min(self.executor.next_wakeup(now), stop_at))
         self._wind_down(give_up_at=s.deadline if reason == "deadline" else None)
-        st = self.state
-        self._commit(RunFinished(self.clock.now(), reason, st.best_trial, st.best_score, st.best_step))
-        return st
+        return self.finish(reason)
 
     def finish(self, reason: str) -> RunState:
-        """Record the end of a run that has nothing live (e.g. resumed after its deadline)."""
+        """Record the end of a run that has nothing live (its own end, or resumed after its deadline)."""
         st = self.state
         self._commit(RunFinished(self.clock.now(), reason, st.best_trial, st.best_score, st.best_step))
         return st
@@ -104,17 +102,20 @@ class Controller:
     def abort(self, reason: str) -> RunState:
         """End the run now after an error the loop cannot go on with (a full disk): kill every
         trial (their last checkpoints count) and record the end, as far as the journal still takes it."""
-        self.executor.shutdown()
-        now = self.clock.now()
         try:
-            for trial in list(self.state.trials.values()):
-                if trial.status in LIVE:
-                    self._commit(Exited(now, trial.trial_id, "checkpointed", trial.checkpoint_step, reason))
-            st = self.state
-            self._commit(RunFinished(now, reason, st.best_trial, st.best_score, st.best_step))
+            self._kill_live(reason)
+            self.finish(reason)
         except OSError as exc:
             log.error("could not record the end of the run: %s", exc)
         return self.state
+
+    def _kill_live(self, why: str) -> None:
+        """Kill every process; each live trial exits at its last checkpoint (written atomically)."""
+        self.executor.shutdown()
+        now = self.clock.now()
+        for trial in list(self.state.trials.values()):
+            if trial.status in LIVE:
+                self._commit(Exited(now, trial.trial_id, "checkpointed", trial.checkpoint_step, why))
 
     def _wind_down(self, give_up_at: float | None = None) -> None:
         """Ask every live trial to checkpoint and exit; wait for them until ``give_up_at``
@@ -131,11 +132,7 @@ class Controller:
             if not self.state.live_count:
                 break
             if now >= give_up:
-                self.executor.shutdown()
-                for trial in list(self.state.trials.values()):
-                    if trial.status in LIVE:  # killed: its last checkpoint (written atomically) counts
-                        self._commit(Exited(now, trial.trial_id, "checkpointed", trial.checkpoint_step,
-                                            "did not exit in time after the stop request; killed"))
+                self._kill_live("did not exit in time after the stop request; killed")
                 break
             wake = self.executor.next_wakeup(now)
             self.clock.sleep_until(min(wake, give_up) if math.isfinite(wake) else give_up)
