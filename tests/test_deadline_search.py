@@ -167,6 +167,34 @@ def test_after_close_a_finalist_below_the_cutoff_keeps_training():
         assert not any(isinstance(d, PauseTrial) for d in h.decide())
 
 
+def test_after_close_no_new_trial_starts_once_it_could_not_beat_the_best():
+    def decisions_with(time_left: float):
+        h = Harness(atoms=2, deadline=100.0, kind="hypersched", r=1, R=16, eta=4, allocation="none")
+        h.start("a")
+        h.start("b")
+        h.report("b", 1, 0.3, t=1.0)
+        for step in range(1, 7):  # a: rung 1 at 0.55, rung 4 at 0.70, best 0.80 at step 6
+            h.report("a", step, 0.5 + step * 0.05, t=float(step))
+        h.pause("b")  # b was paused at rung 1, below a
+        h.now = 100.0 - time_left
+        return h.decide()
+
+    # 10.5 s left: a new trial reaches step 10, rung 4 at most, where nobody matched 0.80
+    late = decisions_with(10.5)
+    assert any(isinstance(d, CloseEntrance) for d in late)
+    assert StartTrial(1) not in late
+    assert ResumeTrial("b", 1) in late  # the free atom trains the best paused candidate further
+    # with R = 10, 10.5 s left is enough to train a new trial fully: it may start
+    h = Harness(atoms=2, deadline=100.0, kind="hypersched", r=1, R=10, eta=4, allocation="none")
+    h.start("a")
+    for step in range(1, 7):
+        h.report("a", step, 0.5 + step * 0.05, t=float(step))
+    h.now = 89.5
+    assert not h.scheduler._exploring_futile(h.situation())
+    h.now = 95.5  # 4.5 s left: step 4 at most, where a recorded 0.70 < 0.80
+    assert h.scheduler._exploring_futile(h.situation())
+
+
 def test_paper_configuration_keeps_the_adaptive_entrance():
     # R = 50 steps of 1 s cannot fit in 29 s: the deadline entrance closes at the first measured
     # step; the paper's adaptive rule stays open while time_left >= min(R*T_a, eta*T') = 4 s

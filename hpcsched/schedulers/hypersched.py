@@ -13,7 +13,8 @@ Mechanisms, each a switch of SchedulerSpec so the paper's ablations are configur
   ``adaptive`` (the paper) once time_left < min(R * T_a, eta * T'); a fixed fraction; or never.
 - after the entrance closed, ``after_close: finish`` (our addition) pauses nothing at rungs,
   swaps paused finalists in for live trials that rank below them, and gives free atoms to
-  growth, then to the best paused candidates, then (backfill) to new trials; ``paper`` keeps
+  growth, then to the best paused candidates, then (backfill) to new trials while a new trial
+  could still beat the best score so far (``_exploring_futile``); ``paper`` keeps
   the rung cutoffs and only backfills.
 - dynamic allocation: every live trial keeps one atom, spare atoms go round-robin in score
   order (uniform) or to the best trial (top_job); a trial grows only when the overhead-aware
@@ -81,6 +82,7 @@ class HyperSched:
         self._single_atom_step_times = RunningQuantile(0.5)  # grows with every report
         self._longest_run = 0.0
         self._caps: dict[int, int] = {}
+        self._best = -math.inf  # best (normalised) score any trial reported
 
     # ------------------------------------------------------------ observing
 
@@ -127,6 +129,7 @@ class HyperSched:
         if record.trial not in self._live:
             return
         score = self.sign * record.score
+        self._best = max(self._best, score)
         self._ranking.set(record.trial, score)
         if record.step >= self.spec.R:
             self._learn_final(record.trial, score)
@@ -354,7 +357,8 @@ class HyperSched:
         spare = free - self._growth_demand(situation.total_atoms)
         if spare <= 0:
             return free
-        if plan is not None and len(plan.finalists) < situation.total_atoms // plan.atoms_each:
+        futile = self._exploring_futile(situation)
+        if plan is not None and len(plan.finalists) < situation.total_atoms // plan.atoms_each and not futile:
             return free - spare + self._explore(situation, spare, out, make_room=False)  # the rest explore
         used = 0
         for trial_id in self.candidates_best_first():
@@ -366,11 +370,26 @@ class HyperSched:
             self.bracket.unpause(trial_id)
             out.append(ResumeTrial(trial_id, 1))
             used += 1
-        if self.spec.backfill:
+        if self.spec.backfill and not futile:
             starts = new_trials(spare - used, 1, situation.trials_left)
             out.extend(starts)
             used += len(starts)
         return free - used
+
+    def _exploring_futile(self, situation: Situation) -> bool:
+        """Whether a trial started now is unlikely to beat the best score so far: it cannot reach R
+        by the deadline (on one atom), and no trial recorded at the highest rung it can reach ever
+        matched that score (with n recorded there, the chance that a new one does is below 1/(n+1))."""
+        step_time = self._single_atom_step_times.value()
+        if step_time is None or step_time <= 0 or not math.isfinite(self._best):
+            return False
+        reach = (situation.time_left - self.startup_estimate) * self.scaling.rate(1) / step_time
+        if reach >= self.spec.R:
+            return False
+        for rung in self.bracket.rungs:  # highest first
+            if rung.milestone <= reach:
+                return len(rung) > 0 and rung.best() < self._best
+        return True
 
     def _swap_victim(self, finalist: str, finalists: set[str], leaving: set[str]) -> str | None:
         """The live trial to pause for a paused ``finalist``: the lowest-ranked live non-finalist,

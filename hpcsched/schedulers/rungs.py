@@ -61,6 +61,10 @@ class Rung:
         s = self._sorted
         return s[lo] + (pos - lo) * (s[hi] - s[lo])
 
+    def best(self) -> float:
+        """The best recorded score (-inf when none)."""
+        return self._sorted[-1] if self._sorted else -math.inf
+
     def rank(self, score: float) -> int:
         """How many recorded scores are strictly better than ``score``."""
         return len(self._sorted) - bisect.bisect_right(self._sorted, score)
