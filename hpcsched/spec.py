@@ -53,7 +53,7 @@ class SchedulerSpec:
     # ASHA
     atoms_per_trial: int = 1
     # HyperSched
-    speculative: bool = True
+    speculative: bool = False  # true: the paper's speculative evaluation (pauses decided at every step)
     rung_trust: str = "learned"  # learned: cutoffs scaled by each rung's learned trust | fixed: the paper's
     retrospective: str = "current"  # current: compare on the highest rung passed | all: every rung (paper)
     entrance: str | float = "deadline"  # deadline | adaptive (paper) | none | fraction of the deadline

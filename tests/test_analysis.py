@@ -27,7 +27,7 @@ SMALL = {
     "name": "small",
     "metric": {"name": "score", "mode": "max"},
     "scheduler": {"kind": "hypersched", "r": 5, "R": 100, "eta": 4, "resize_cooldown": 1,
-                  "entrance": "adaptive", "after_close": "paper"},  # explores and resizes within 12 s
+                  "entrance": "adaptive", "after_close": "paper", "speculative": True},  # explores, resizes in 12 s
     "resources": {"atoms": 4},
     "deadline": 12,
     "space": {"lr": {"loguniform": [1.0e-4, 1.0]}, "momentum": {"grid": [0.9, 0.95]}},

@@ -10,6 +10,7 @@ from hpcsched.records import Exited, StopRequested
 from hpcsched.scaling import named_scaling
 from hpcsched.schedulers.decisions import CloseEntrance, PauseTrial, ResumeTrial, StartTrial, StopTrial
 from hpcsched.schedulers.finish import Candidate, finish_time, plan_finish
+from hpcsched.schedulers.hypersched import TRUST_FULL
 from hpcsched.schedulers.trust import RungTrust, corrected_for_range, normal_scores, spearman
 from tests.harness import Harness
 
@@ -29,7 +30,7 @@ def test_spearman_matches_the_rank_correlation():
 
 def test_trust_learns_informative_and_uninformative_links_and_chains_them():
     rng = np.random.default_rng(0)
-    trust = RungTrust(levels=2, prior=1.0, prior_weight=4.0)
+    trust = RungTrust(levels=2)
     assert trust.trust(0) == 1.0  # the prior: successive halving as is
     for _ in range(60):
         p = rng.uniform()
@@ -38,6 +39,19 @@ def test_trust_learns_informative_and_uninformative_links_and_chains_them():
     assert trust.link(1) > 0.9
     assert trust.link(0) < 0.35
     assert trust.trust(0) == pytest.approx(trust.link(0) * trust.link(1))
+
+
+def test_a_few_noisy_top_of_rung_pairs_keep_the_trust_many_lower_it():
+    # pairs from trials that passed a rung's cutoff (its top quarter) whose next score is noise:
+    # the range correction multiplies the sampling error, so a handful says nothing, hundreds do
+    rng = np.random.default_rng(4)
+    trust = RungTrust(levels=1)
+    for k in range(1, 201):
+        trust.add_pair(0, rng.uniform(0.75, 1.0), rng.uniform())
+        if k == 8:  # still above the trust from which the rung pauses as successive halving does
+            assert trust.link(0) > TRUST_FULL
+    assert trust.link(0) < 0.4
+    assert trust.pairs(0) == 200
 
 
 def test_range_correction_restores_a_correlation_seen_on_the_top_quarter():
@@ -135,7 +149,7 @@ def test_deadline_entrance_closes_when_the_best_candidates_need_the_time_left():
 
 def test_after_close_finalists_are_not_paused_at_rungs_and_paused_finalists_swap_in():
     h = Harness(atoms=2, deadline=100.0, kind="hypersched", r=1, R=8, eta=4, allocation="none",
-                rung_trust="fixed")
+                rung_trust="fixed", speculative=True)
     for name in ("a", "b", "c"):
         if name == "c":
             h.pause("a")  # a reached rung 4 with the best score, then was paused

@@ -51,7 +51,7 @@ def test_fixed_fraction_entrance_and_none():
 
 def test_closed_entrance_starts_and_promotes_nothing():
     h = Harness(atoms=4, deadline=100.0, kind="hypersched", r=1, R=50, eta=4, allocation="none",
-                after_close="paper", rung_trust="fixed")  # the paper's rules after the close
+                after_close="paper", rung_trust="fixed", speculative=True)  # the paper's rules after the close
     for name in "abc":
         h.start(name)
     for name, s in [("a", 0.9), ("b", 0.8)]:
@@ -200,7 +200,7 @@ def test_shrink_to_make_room_while_exploring():
 
 
 def test_paused_trial_promoted_while_exploring():
-    h = Harness(atoms=3, deadline=1000.0, kind="hypersched", r=1, R=500, eta=4, allocation="none")
+    h = Harness(atoms=3, deadline=1000.0, kind="hypersched", r=1, R=500, eta=4, allocation="none", speculative=True)
     h.trials_left = 0
     for name in "abc":
         h.start(name)
@@ -225,7 +225,7 @@ def test_paused_trial_promoted_while_exploring():
 
 
 def test_idle_atoms_resume_the_best_paused_trial_instead_of_ending_early():
-    h = Harness(atoms=3, deadline=1000.0, kind="hypersched", r=1, R=50, eta=2, allocation="none")
+    h = Harness(atoms=3, deadline=1000.0, kind="hypersched", r=1, R=50, eta=2, allocation="none", speculative=True)
     h.trials_left = 0
     for name in "acb":
         h.start(name)
@@ -252,7 +252,7 @@ def test_idle_atoms_resume_the_best_paused_trial_instead_of_ending_early():
 
 def test_a_trial_paused_in_this_decision_is_not_also_shrunk():
     h = Harness(atoms=4, deadline=1000.0, kind="hypersched", r=1, R=500, eta=2, resize_cooldown=0,
-                allocation="top_job")
+                allocation="top_job", speculative=True)
     h.trials_left = 0
     h.start("a", atoms=2)
     h.start("b")
@@ -287,10 +287,10 @@ def test_each_policy_names_the_steps_where_it_may_pause_a_trial_on_its_report():
 
     asha = make_scheduler(SchedulerSpec(kind="asha", r=2, R=32, eta=2), "max").decision_steps()
     assert asha.steps == (2, 4, 8, 16) and 32 not in asha and 3 not in asha
-    speculative = make_scheduler(SchedulerSpec(kind="hypersched", r=2, R=32, eta=2), "max").decision_steps()
+    speculative = make_scheduler(SchedulerSpec(kind="hypersched", r=2, R=32, eta=2, speculative=True),
+                                 "max").decision_steps()
     assert speculative.every_step and 3 in speculative
-    rungs_only = make_scheduler(SchedulerSpec(kind="hypersched", r=2, R=32, eta=2, speculative=False),
-                                "max").decision_steps()
-    assert rungs_only.steps == (2, 4, 8, 16)
+    rungs_only = make_scheduler(SchedulerSpec(kind="hypersched", r=2, R=32, eta=2), "max").decision_steps()
+    assert rungs_only.steps == (2, 4, 8, 16) and not rungs_only.every_step  # the default
     assert make_scheduler(SchedulerSpec(kind="random", r=32, R=32), "max").decision_steps().steps == ()
     assert make_scheduler(SchedulerSpec(kind="one_epoch", r=1, R=20), "max").decision_steps().steps == (1,)

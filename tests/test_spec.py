@@ -54,10 +54,10 @@ def test_kind_specific_keys_and_variants():
     problems = _problems({**GOOD, "scheduler": {"kind": "asha", "r": 1, "R": 9, "allocation": "uniform"}})
     assert any("scheduler.allocation: only for kind hypersched, not for kind 'asha'" in p for p in problems)
     raw = {**GOOD, "variants": [{"name": "asha", "scheduler": {"kind": "asha"}}, {"name": "hs"},
-                                {"name": "hs-nospec", "scheduler": {"speculative": False}}]}
+                                {"name": "hs-spec", "scheduler": {"speculative": True}}]}
     spec = parse_experiment(raw).spec
     kinds = {v.name: (v.scheduler.kind, v.scheduler.speculative, v.scheduler.R) for v in spec.variants}
-    assert kinds == {"asha": ("asha", True, 50), "hs": ("hypersched", True, 50), "hs-nospec": ("hypersched", False, 50)}
+    assert kinds == {"asha": ("asha", False, 50), "hs": ("hypersched", False, 50), "hs-spec": ("hypersched", True, 50)}
     problems = _problems({**GOOD, "variants": [{"name": "a", "scheduler": {"kind": "asha", "backfill": False}},
                                                {"name": "a"}]})
     assert any("variants[0].scheduler.backfill: only for kind hypersched" in p for p in problems)

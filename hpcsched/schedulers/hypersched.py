@@ -1,9 +1,9 @@
 """HyperSched (Liaw et al., SoCC 2019) as a pure policy.
 
 Mechanisms, each a switch of SchedulerSpec so the paper's ablations are configurations:
-- speculative evaluation: a first arrival at a rung continues; a trial whose recorded score
-  at any passed rung falls below that rung's (1 - 1/eta) cutoff is paused (retrospective).
-  ``speculative: false`` uses ASHA's rungs instead.
+- speculative evaluation (``speculative: true``, the paper's): a first arrival at a rung
+  continues; a trial whose recorded score at any passed rung falls below that rung's
+  (1 - 1/eta) cutoff is paused (retrospective). The default uses ASHA's rungs instead.
 - rung trust (``rung_trust: learned``, our addition; ``fixed`` is the paper): a rung's cutoff
   quantile is (1 - 1/eta) times the trust learned online in how well that rung's ranking predicts
   the end (schedulers/trust.py); ``retrospective: current`` compares a trial on the highest rung
