@@ -20,6 +20,7 @@ import yaml
 
 from hpcsched.durations import parse_duration
 from hpcsched.errors import SpecError, shown
+from hpcsched.mode import MODES
 from hpcsched.scaling import Scaling, named_scaling, parse_scaling
 from hpcsched.space import Space, parse_space
 
@@ -337,7 +338,7 @@ def _parse_metric(raw: object, problems: list[str]) -> MetricSpec:
         return MetricSpec(name=_string(raw))
     section = _Section(raw, "metric", problems)
     name = section.take("name", _string, default="score")
-    mode = section.take("mode", _one_of("max", "min"), default="max")
+    mode = section.take("mode", _one_of(*MODES), default="max")
     section.reject_unknown(("name", "mode"))
     return MetricSpec(name or "score", mode or "max")
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from hpcsched.atoms import AtomPool
+from hpcsched.mode import MODES, Mode
 from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, Launched, Record, Reported,
                               RunFinished, RunStarted, Running, StopRequested, TrialCreated)
 
@@ -71,9 +72,9 @@ class RunState:
     """Trials, atoms and best result of a run; change it only through ``apply(record)``."""
 
     def __init__(self, mode: str = "max"):
-        if mode not in ("max", "min"):
+        if mode not in MODES:
             raise ValueError(f"mode must be max or min, got {mode!r}")
-        self.mode = mode
+        self.mode = Mode(mode)
         self.started: RunStarted | None = None
         self.finished: RunFinished | None = None
         self.pool: AtomPool | None = None
@@ -122,7 +123,7 @@ class RunState:
 
     def better(self, a: float, b: float | None) -> bool:
         """True when score ``a`` beats ``b`` under the run's mode."""
-        return b is None or (a > b if self.mode == "max" else a < b)
+        return self.mode.better(a, b)
 
     # ------------------------------------------------------------ replay
 

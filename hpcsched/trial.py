@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from hpcsched.mode import Mode
 from hpcsched.rundir import JOURNAL, TRIALS, TrialPaths, privacy_problem
 from hpcsched.scores import (CHECKPOINT_PREFIX, CHECKPOINT_SUFFIXES, ExitLine, ReportLine, ScoresReader,
                              StartedLine, append_line, checkpoint_name, checkpoint_step)
@@ -242,8 +243,7 @@ class TrialContext:
                 self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
                 saved = save_payload(state, self.checkpoint_dir / checkpoint_name(step, "")).name
                 self.checkpoint_step = step
-                if self._best_score is None or (score > self._best_score if self.mode == "max"
-                                                else score < self._best_score):
+                if Mode(self.mode).better(score, self._best_score):
                     self._best_score, self._best_step = score, step
                 self._prune_checkpoints()
             self._write_line(ReportLine(self.launch.launch_id, time.time(), step, score, saved,
@@ -307,7 +307,7 @@ def _best_so_far(scores: Path, mode: str) -> tuple[float | None, int | None]:
     best, best_step = None, None
     for line in ScoresReader(scores, None).read():
         if isinstance(line, ReportLine) and line.checkpoint:
-            if best is None or (line.score > best if mode == "max" else line.score < best):
+            if Mode(mode).better(line.score, best):
                 best, best_step = line.score, line.step
     return best, best_step
 

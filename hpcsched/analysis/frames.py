@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from hpcsched.errors import RunDirError
+from hpcsched.mode import Mode
 from hpcsched.records import RECORD_TYPES, Exited, Launched, Running, StopRequested
 from hpcsched.state import LIVE, RunState
 
@@ -187,7 +188,7 @@ def running_best(scores: pd.DataFrame, mode: str) -> pd.DataFrame:
     if scores.empty:
         return pd.DataFrame({"t": [], "elapsed": [], "score": [], "trial": [], "step": []})
     values = scores["score"].to_numpy()
-    best = np.maximum.accumulate(values) if mode == "max" else np.minimum.accumulate(values)
+    best = Mode(mode).running_best(values)
     improved = np.r_[True, best[1:] != best[:-1]]
     out = scores.loc[improved, ["t", "elapsed", "score", "trial", "step"]]
     return out.reset_index(drop=True)

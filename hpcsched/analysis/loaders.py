@@ -15,11 +15,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from hpcsched.sim_layout import events_dir, summary_path
 from hpcsched.errors import RunDirError
+from hpcsched.mode import MODES, Mode
 from hpcsched.records import ControllerResumed, EntranceClosed, RunFinished, RunStarted
 
 from hpcsched.analysis import frames
@@ -88,7 +88,7 @@ class Run:
 
     def __init__(self, path: str | Path, mode: str | None = None):
         self.journal, self.run_dir = find_journal(path)
-        if mode not in (None, "max", "min"):
+        if mode is not None and mode not in MODES:
             raise ValueError(f"mode must be max or min, got {mode!r}")
         self._mode = mode
 
@@ -213,7 +213,7 @@ def _best_of(reports: pd.DataFrame, mode: str) -> tuple[str | None, float | None
     if reports.empty:
         return None, None, None
     scores = reports["score"].to_numpy()
-    i = int(np.argmax(scores) if mode == "max" else np.argmin(scores))  # first occurrence, as RunState
+    i = Mode(mode).best_index(scores)  # first occurrence, as RunState
     row = reports.iloc[i]
     return str(row["trial"]), float(row["score"]), int(row["step"])
 

@@ -8,6 +8,7 @@ on ``atoms_per_trial`` atoms; nothing is resized; exploration never stops.
 
 from __future__ import annotations
 
+from hpcsched.mode import Mode
 from hpcsched.records import Exited, Launched, Record, Reported, StopRequested
 from hpcsched.schedulers.decisions import (Decision, DecisionSteps, PauseTrial, ResumeTrial, Situation, StartTrial,
                                            StopTrial, rung_steps)
@@ -19,7 +20,7 @@ from hpcsched.state import TrialView
 class ASHA:
     def __init__(self, spec: SchedulerSpec, mode: str = "max"):
         self.spec = spec
-        self.sign = 1.0 if mode == "max" else -1.0
+        self.sign = Mode(mode).sign
         self.bracket = TopFractionBracket(spec.r, spec.R, spec.eta)
         self._live: set[str] = set()
         self._verdicts: dict[str, Decision] = {}

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from hpcsched.mode import Mode
 from hpcsched.records import Exited, Launched, Record, Reported, StopRequested
 from hpcsched.schedulers.decisions import (Decision, DecisionSteps, PauseTrial, ResumeTrial, Situation, StartTrial,
                                            StopTrial, new_trials, rung_steps)
@@ -47,7 +48,7 @@ class RandomSearch:
 class OneEpoch:
     def __init__(self, spec: SchedulerSpec, mode: str = "max"):
         self.spec = spec
-        self.sign = 1.0 if mode == "max" else -1.0
+        self.sign = Mode(mode).sign
         self._live: set[str] = set()
         self._verdicts: dict[str, Decision] = {}
         self._screened = Ranking()  # paused after r steps, by their step-r score

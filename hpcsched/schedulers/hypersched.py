@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 
+from hpcsched.mode import Mode
 from hpcsched.records import EntranceClosed, Exited, Launched, Record, Reported, Running, StopRequested
 from hpcsched.schedulers.allocation import allowed_size, target_atoms, worth_resizing
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, DecisionSteps, PauseTrial, ResizeTrial,
@@ -49,7 +50,7 @@ TRUST_FULL = 0.5  # rung trust from which a rung pauses as many as successive ha
 class HyperSched:
     def __init__(self, spec: SchedulerSpec, mode: str = "max"):
         self.spec = spec
-        self.sign = 1.0 if mode == "max" else -1.0
+        self.sign = Mode(mode).sign
         levels = len(milestones(spec.r, spec.R, spec.eta))
         self.trust = RungTrust(levels)
         quantile = self._cutoff_quantile if spec.rung_trust == "learned" else None

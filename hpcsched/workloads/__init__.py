@@ -7,6 +7,7 @@ from typing import Protocol
 
 import numpy as np
 
+from hpcsched.mode import Mode
 from hpcsched.scaling import Scaling
 
 
@@ -24,8 +25,7 @@ class Curve:
         n = int(np.searchsorted(self.work, work_budget, side="right"))
         if n == 0:
             return None
-        prefix = self.scores[:n]
-        return float(prefix.max() if mode == "max" else prefix.min())
+        return Mode(mode).best(self.scores[:n])
 
 
 class Workload(Protocol):
@@ -45,6 +45,6 @@ def oracle_score(workload: Workload, *, atoms: int, deadline: float, startup: fl
     best: float | None = None
     for i in range(workload.size):
         value = workload.curve(i).best_within(budget, mode)
-        if value is not None and (best is None or (value > best if mode == "max" else value < best)):
+        if value is not None and Mode(mode).better(value, best):
             best = value
     return best
