@@ -54,13 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from hpcsched.records import FinishReason
     from hpcsched.runner import RunOptions, run_experiment
     from hpcsched.spec import load_spec
 
     spec = load_spec(args.spec)
     result = run_experiment(spec, RunOptions(run_dir=args.run_dir, backend=args.backend, deadline=args.deadline,
                                              resume=args.resume, variant=args.variant, quiet=args.quiet))
-    return 0 if result.get("reason") in ("deadline", "nothing left to run") or result.get("best") else 1
+    return 0 if FinishReason.planned(result.get("reason")) or result.get("best") else 1
 
 
 def cmd_profile(args: argparse.Namespace) -> int:

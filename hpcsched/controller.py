@@ -16,8 +16,8 @@ from typing import Any, Callable
 from hpcsched.atoms import node_of
 from hpcsched.executors.base import Executor, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.journal import Journal
-from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, Launched, Record, Reported, RunFinished,
-                              RunStarted, Running, StopRequested, TrialCreated)
+from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, FinishReason, Launched, Record, Reported,
+                              RunFinished, RunStarted, Running, StopRequested, TrialCreated)
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial,
                                            Scheduler, Situation, StartTrial, StopTrial)
 from hpcsched.state import LIVE, RunState
@@ -72,7 +72,7 @@ class Controller:
             self._commit(RunStarted(self.clock.now(), s.name, s.deadline, len(s.atom_ids), s.seed,
                                     s.spec_digest, s.variant, s.atom_ids, s.metric, self.state.mode))
         stop_at = s.deadline - s.stop_margin
-        reason = "deadline"
+        reason: str = FinishReason.DEADLINE
         while True:
             now = self.clock.now()
             for event in self.executor.poll(now):
@@ -86,11 +86,11 @@ class Controller:
             acted = self._decide()
             self.executor.decided()  # trials waiting on a report that stopped nothing go on
             if not acted and self.state.live_count == 0:
-                reason = "nothing left to run"
+                reason = FinishReason.NOTHING_LEFT
                 break
             self.journal.sync()
             self.clock.sleep_until(min(self.executor.next_wakeup(now), stop_at))
-        self._wind_down(give_up_at=s.deadline if reason == "deadline" else None)
+        self._wind_down(give_up_at=s.deadline if reason == FinishReason.DEADLINE else None)
         return self.finish(reason)
 
     def finish(self, reason: str) -> RunState:

@@ -9,9 +9,25 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Union
 
 JOURNAL_VERSION = 1
+
+
+class FinishReason(str, Enum):
+    """The planned ends of a run (``RunFinished.reason``); an interrupt or an abort records its own words."""
+
+    DEADLINE = "deadline"
+    NOTHING_LEFT = "nothing left to run"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def planned(cls, reason: str | None) -> bool:
+        """Whether a run that ended with ``reason`` ended as planned (not interrupted, not aborted)."""
+        return reason in tuple(cls)
 
 
 @dataclass(frozen=True)
@@ -128,7 +144,7 @@ class EntranceClosed:
 @dataclass(frozen=True)
 class RunFinished:
     t: float
-    reason: str
+    reason: str  # a FinishReason, or the words of an interrupt or an abort
     best_trial: str | None = None
     best_score: float | None = None
     best_step: int | None = None

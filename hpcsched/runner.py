@@ -22,7 +22,7 @@ from hpcsched.durations import format_duration
 from hpcsched.errors import RunDirError, SpecError, UserError
 from hpcsched.executors.launching import ProcessSettings
 from hpcsched.journal import JsonlJournal, read_journal
-from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, Launched, Record, Reported,
+from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, FinishReason, Launched, Record, Reported,
                               RunFinished, RunStarted, StopRequested)
 from hpcsched.result import ResultKeeper, build_result, write_result, iso_time
 from hpcsched.rundir import RunDir
@@ -125,7 +125,7 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
                          f"writing result.json from the journal and the trials' files")
             controller.resume(atom_ids, socket.gethostname(), os.getpid(), relaunch=False)
             if state.finished is None:
-                controller.finish("deadline")
+                controller.finish(FinishReason.DEADLINE)
         elif records:
             progress.say(f"resuming {run_dir.path} (deadline {iso_time(deadline)})")
             controller.resume(atom_ids, socket.gethostname(), os.getpid())
@@ -177,7 +177,7 @@ def _open_run_dir(spec: Spec, options: RunOptions) -> tuple[RunDir, list[Record]
         if options.deadline is not None:
             raise UserError("--deadline: a resumed run keeps the deadline it was started with")
         finished = [r for r in records if isinstance(r, RunFinished)]
-        if finished and finished[-1].reason == "nothing left to run":
+        if finished and finished[-1].reason == FinishReason.NOTHING_LEFT:
             raise RunDirError(f"{run_dir.path}: the run already finished ({finished[-1].reason})")
         return run_dir, records
     run_dir = RunDir.create(options.run_dir or default_run_dir(spec))

@@ -16,7 +16,7 @@ import pytest
 
 from hpcsched.errors import RunDirError
 from hpcsched.journal import read_journal
-from hpcsched.records import RECORD_TYPES, from_json, to_json
+from hpcsched.records import RECORD_TYPES, FinishReason, from_json, to_json
 from hpcsched.state import RunState
 from tests.runs import hpcsched
 
@@ -42,6 +42,8 @@ def test_the_v1_journal_replays_to_the_same_state():
     assert {k: v for k, v in state.counts.items() if v} == {"paused": 4, "completed": 2}
     assert (state.pauses, state.promotions, state.resizes) == (5, 2, 0)
     assert state.entrance_closed_at is not None and state.finished.reason == "deadline"
+    assert FinishReason(state.finished.reason) is FinishReason.DEADLINE and FinishReason.planned("deadline")
+    assert not FinishReason.planned("interrupted (SIGTERM)") and not FinishReason.planned(None)
     kinds = Counter(r.kind for r in records)
     assert kinds["controller_resumed"] == 1 and kinds["reported"] == 114
 
