@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from hpcsched import __version__
 from hpcsched.argtypes import positive_duration, positive_int
 from hpcsched.errors import UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hpcsched", description="Deadline-aware hyperparameter search.")
+    parser.add_argument("--version", action="version", version=f"hpcsched {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sim = sub.add_parser("simulate", help="replay a spec's workload on a virtual clock, per variant and seed")
@@ -111,3 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`hpcsched status RUN | head`): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that flushing at exit does not fail again
+        return 0

@@ -70,3 +70,24 @@ def test_a_journal_from_a_newer_version_is_refused_with_the_reason(tmp_path):
     newer.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     with pytest.raises(RunDirError, match="newer hpcsched"):
         read_journal(newer)
+
+
+def test_status_into_a_closed_pipe_exits_quietly_and_the_version_is_printed(tmp_path):
+    import subprocess
+    import sys
+
+    from hpcsched import __version__
+    from tests.runs import REPO
+
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    shutil.copy(FIXTURE, run / "events.jsonl")
+    # `hpcsched status RUN | head -n 0`: the reader is gone before the first line is written
+    proc = subprocess.Popen([sys.executable, "-m", "hpcsched", "status", str(run)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, stderr
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr
+    version = hpcsched("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"hpcsched {__version__}"
