@@ -172,7 +172,8 @@ class Controller:
         elif isinstance(event, TrialReport):
             if trial.running_since is None:  # a report before the started mark: count it as started
                 self._commit(Running(event.t, event.trial_id, max(0.0, event.t - _or(trial.launched_at, event.t))))
-            self._commit(Reported(event.t, event.trial_id, event.step, event.score, event.checkpoint))
+            self._commit(Reported(event.t, event.trial_id, event.step, event.score, event.checkpoint,
+                                  event.metrics))
         elif isinstance(event, TrialExit):
             self._commit(Exited(event.t, event.trial_id, event.outcome, event.step, event.error))
             if relaunch and trial.status == "paused" and trial.relaunch_atoms:

@@ -79,13 +79,15 @@ class Running:
 
 @dataclass(frozen=True)
 class Reported:
-    """A score; ``checkpoint`` names the checkpoint file saved with it ('' if none)."""
+    """A score; ``checkpoint`` names the checkpoint file saved with it ('' if none); ``metrics``
+    are the other values the trial reported with it (``ctx.report(step, score, loss=...)``)."""
 
     t: float
     trial: str
     step: int
     score: float
     checkpoint: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
     kind: str = field(default="reported", init=False)
 
 
@@ -160,6 +162,7 @@ RECORD_TYPES: dict[str, type] = {
                 ControllerResumed, EntranceClosed, RunFinished)
 }
 _TUPLE_FIELDS = {"atom_ids", "atoms", "extra"}
+_OMITTED_WHEN_EMPTY = {"metrics"}  # written only when there are some (journals stay as small as before)
 
 
 def to_json(record: Record) -> dict[str, Any]:
@@ -168,6 +171,8 @@ def to_json(record: Record) -> dict[str, Any]:
     for f in dataclasses.fields(record):
         if f.name != "kind":
             value = getattr(record, f.name)
+            if f.name in _OMITTED_WHEN_EMPTY and not value:
+                continue
             data[f.name] = list(value) if isinstance(value, tuple) else value
     return data
 

@@ -45,6 +45,7 @@ class TrialState:
     step: int = 0
     checkpoint_step: int = 0
     last_score: float | None = None
+    last_metrics: dict[str, Any] = field(default_factory=dict)  # reported with the last score
     best_score: float | None = None
     best_step: int | None = None
     best_checkpoint: str = ""  # checkpoint file of the best report that saved one
@@ -173,6 +174,7 @@ class RunState:
             t.mark_t, t.mark_step = r.t, r.step
         t.step = max(t.step, r.step)
         t.last_score = r.score
+        t.last_metrics = r.metrics
         t.reports_since_launch += 1
         if self.better(r.score, t.best_score):
             t.best_score, t.best_step = r.score, r.step

@@ -32,7 +32,8 @@ def collect_status(run_dir: RunDir, now: float | None = None) -> dict[str, Any]:
     trials = []
     for t in sorted(state.trials.values(), key=lambda t: (_ORDER.get(t.status, 9), t.trial_id)):
         trials.append({"trial": t.trial_id, "status": t.status, "atoms": len(t.atoms), "step": t.step,
-                       "last_score": t.last_score, "best_score": t.best_score, "launches": t.launches,
+                       "last_score": t.last_score, "last_metrics": t.last_metrics, "best_score": t.best_score,
+                       "launches": t.launches,
                        "atom_ids": list(t.atoms), "config": t.config,
                        "error": t.error.splitlines()[-1] if t.error else ""})
     result = read_result(run_dir)

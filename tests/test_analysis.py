@@ -438,3 +438,17 @@ def test_run_objects_cache_their_frames(sim_journal):
     run = Run(sim_journal)
     assert run.trials is run.trials and run.scores is run.scores
     assert repr(run).startswith("Run(")
+
+
+def test_metrics_reported_beside_the_score_are_journaled_and_become_columns(tmp_path):
+    records = hand_records()
+    i = next(k for k, r in enumerate(records) if isinstance(r, Reported))
+    first = records[i]
+    records[i] = Reported(first.t, first.trial, first.step, first.score, "", {"loss": 0.7, "step": 99})
+    assert "metrics" not in to_json(first) and to_json(records[i])["metrics"] == {"loss": 0.7, "step": 99}
+    run = load_run(write_records(tmp_path / "m.jsonl", records))
+    scores = run.scores
+    assert scores["loss"].iloc[0] == 0.7 and scores["loss"].iloc[1:].isna().all()
+    assert scores["metric.step"].iloc[0] == 99 and scores["step"].iloc[0] == first.step  # no clash
+    plain = load_run(write_records(tmp_path / "plain.jsonl", hand_records())).scores
+    assert "loss" not in plain.columns and "metrics" not in plain.columns

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import hpcsched
 from hpcsched.errors import SpecError, UserError
+from tests.runs import hpcsched as hpcsched_cli
 from tests.trainables.toy import toy
 
 TOY_SPEC = {
@@ -39,6 +42,18 @@ def test_a_local_search_from_a_callable_returns_the_best_and_its_frames(tmp_path
     run = found.analysis()
     assert len(run.trials) == found.result["trials_started"] >= 3
     assert run.scores["score"].max() == pytest.approx(found.best["score"])
+    # every metric the trials reported beside the score: a column (the toy's own `atoms` is renamed)
+    scores = run.scores
+    assert (scores["steps_done"] == scores["step"]).all() and scores["pid"].gt(0).all()
+    assert (scores["metric.atoms"] == scores["atoms"]).all()
+    status = json.loads(hpcsched_cli("status", str(run_dir), "--json").stdout)
+    reported = [t for t in status["trials"] if t["step"] > 0]
+    assert reported and all(t["last_metrics"]["steps_done"] == t["step"] for t in reported)
+    from hpcsched.analysis.report import build_report
+
+    build_report(run_dir)
+    summary = (run_dir / "report" / "summary.md").read_text()
+    assert f"| steps_done | {found.best['step']} |" in summary  # the best report's own metrics
 
 
 def test_the_simulator_backend_returns_a_reproducible_summary(tmp_path):

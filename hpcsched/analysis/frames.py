@@ -177,9 +177,22 @@ def scores_frame(table: JournalTable, start: float) -> pd.DataFrame:
         "seq": reports["seq"],
     })
     for extra in reports.columns:  # fields added to Reported later (checkpoint, ...)
-        if extra not in frame.columns:
+        if extra not in frame.columns and extra != "metrics":
             frame[extra] = reports[extra]
+    if "metrics" in reports.columns:
+        _add_metric_columns(frame, reports["metrics"])
     return frame
+
+
+def _add_metric_columns(frame: pd.DataFrame, metrics: pd.Series) -> None:
+    """One column per metric the trials reported beside the score (NaN where a report has none);
+    a metric named like a column of the frame is ``metric.<name>``."""
+    rows = [m if isinstance(m, dict) else {} for m in metrics]
+    if not any(rows):
+        return
+    expanded = pd.DataFrame.from_records(rows, index=frame.index)
+    for name in expanded.columns:
+        frame[name if name not in frame.columns else f"metric.{name}"] = expanded[name]
 
 
 def running_best(scores: pd.DataFrame, mode: str) -> pd.DataFrame:

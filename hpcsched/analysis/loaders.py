@@ -139,7 +139,8 @@ class Run:
 
     @cached_property
     def scores(self) -> pd.DataFrame:
-        """One row per report: trial, step, score, t, elapsed, atoms, seq."""
+        """One row per report: trial, step, score, t, elapsed, atoms, seq, checkpoint, and one
+        column per other metric reported (``ctx.report(step, score, loss=...)``)."""
         return frames.scores_frame(self.table, self.info.start)
 
     @cached_property

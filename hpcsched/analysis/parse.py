@@ -132,7 +132,12 @@ def report_fields() -> list[tuple[str, str, object]]:
     out = []
     for f in dataclasses.fields(Reported):
         if f.name != "kind":
-            default = f.default if f.default is not dataclasses.MISSING else None
+            if f.default is not dataclasses.MISSING:
+                default = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                default = f.default_factory()  # metrics: {} (shared by the rows; frames never change it)
+            else:
+                default = None
             out.append((f.name, _DTYPES.get(str(f.type), "object"), default))
     return out
 

@@ -69,6 +69,19 @@ def write_run_report(run: Run, out: Path, max_gantt_trials: int = 300) -> list[P
     return files + [summary]
 
 
+_SCORE_COLUMNS = ("trial", "step", "score", "t", "elapsed", "atoms", "seq", "checkpoint")
+
+
+def _best_report_metrics(scores, trial: str, step: int | None) -> list[str]:
+    """The other metrics the best report carried (``ctx.report(step, score, loss=...)``), as a table."""
+    others = [c for c in scores.columns if c not in _SCORE_COLUMNS]
+    row = scores[(scores["trial"] == trial) & (scores["step"] == step)]
+    if not others or not len(row):
+        return []
+    values = [(c, _g(v)) for c, v in row.iloc[-1][others].items() if not _missing(v)]
+    return _table(["metric at the best report", "value"], values) + [""] if values else []
+
+
 def run_markdown(run: Run, images: dict[str, str] | None = None) -> str:
     """The run's summary as Markdown (``images``: file name -> caption, linked at the end)."""
     import pandas as pd
@@ -113,6 +126,7 @@ def run_markdown(run: Run, images: dict[str, str] | None = None) -> str:
         if len(config):
             lines += _table(["parameter", "value"],
                             [(c[len("config."):], _g(v)) for c, v in config.iloc[0].items()]) + [""]
+        lines += _best_report_metrics(run.scores, info.best_trial, info.best_step)
     result = read_result(info.run_dir)
     if result and isinstance(result.get("best"), dict):
         best = result["best"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
 from hpcsched.schedulers.decisions import DecisionSteps
@@ -37,6 +37,7 @@ class TrialReport:
     step: int
     score: float
     checkpoint: str = ""  # file name of the checkpoint saved with this report
+    metrics: dict[str, Any] = field(default_factory=dict)  # the other values reported with the score
 
 
 @dataclass(frozen=True)

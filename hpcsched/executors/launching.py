@@ -291,7 +291,7 @@ class ProcessExecutor:
                     checkpoint_step = max(checkpoint_step, line.step)
                 if line.step > last_step:
                     events.append(TrialReport(trial_id, _clamp(line.t, -math.inf, now), line.step, line.score,
-                                              line.checkpoint))
+                                              line.checkpoint, line.metrics))
         if exit_line is None or exit_line.outcome == "checkpointed":
             events.append(TrialExit(trial_id, now, "checkpointed", checkpoint_step))
         else:
@@ -327,7 +327,7 @@ class ProcessExecutor:
                     launch.checkpoint_step = line.step
                 if launch.launch.waits_at(line.step):
                     launch.awaiting = line.step
-                events.append(TrialReport(trial_id, t, line.step, line.score, line.checkpoint))
+                events.append(TrialReport(trial_id, t, line.step, line.score, line.checkpoint, line.metrics))
             else:
                 launch.exit_line = line
         if launch.started and launch.stop_requested_at is not None and launch.last_signal == -math.inf \
