@@ -1,4 +1,4 @@
-"""Command line: ``hpcsched simulate | run | status | report | profile``."""
+"""Command line: ``hpcsched simulate | run | status | logs | report | profile``."""
 
 from __future__ import annotations
 
@@ -42,6 +42,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="refresh every SECONDS (default 2) until the run finishes")
     status.set_defaults(func=cmd_status)
 
+    logs = sub.add_parser("logs", help="print what a trial's launch wrote to stdout and stderr")
+    logs.add_argument("run_dir", type=Path)
+    logs.add_argument("trial", help="trial id, e.g. t0003")
+    logs.add_argument("--launch", type=positive_int, default=None, help="which launch (1 = the first; default: latest)")
+    logs.add_argument("--rank", type=int, default=0, help="which rank of a multi-process trial (default 0)")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the latest launch ends")
+    logs.set_defaults(func=cmd_logs)
+
     from hpcsched.profiler import add_profile_arguments
 
     profile = sub.add_parser("profile", help="measure a trainable's throughput and startup per allocation")
@@ -79,6 +87,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.watch is not None and args.watch <= 0:
         raise UserError(f"--watch: expected a positive number of seconds, got {args.watch}")
     return status_command(args.run_dir, as_json=args.json, watch=args.watch)
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    from hpcsched.logs import logs_command
+
+    return logs_command(args.run_dir, args.trial, launch=args.launch, rank=args.rank, follow=args.follow)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

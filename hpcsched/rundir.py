@@ -77,6 +77,18 @@ class TrialPaths:
         """srun's own output for one launch (SLURM backend)."""
         return self.launches / f"{launch_id}_srun.log"
 
+    def launch_log(self, launch_id: str, rank: int = 0, stream: str = "stdout") -> Path:
+        """What rank ``rank`` of a launch printed (``stream``: stdout | stderr), named as submitit names it."""
+        from submitit.core import utils
+
+        paths = utils.JobPaths(self.launches, job_id=launch_id, task_id=rank)
+        return paths.stdout if stream == "stdout" else paths.stderr
+
+
+def launch_id_of(trial_id: str, number: int) -> str:
+    """Launch ``number`` (1-based) of a trial; no underscore (submitit reads '_' as a job array)."""
+    return f"{trial_id}-l{number}"
+
 
 def privacy_problem(path: Path) -> str | None:
     """Why ``path`` is not private to the current user (None when it is)."""

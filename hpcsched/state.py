@@ -128,6 +128,15 @@ class RunState:
 
     # ------------------------------------------------------------ replay
 
+    @classmethod
+    def replayed(cls, records: list[Record]) -> "RunState":
+        """The state a journal's records describe (its mode from run_started; max without one)."""
+        started = next((r for r in records if isinstance(r, RunStarted)), None)
+        state = cls(started.mode if started is not None else "max")
+        for record in records:
+            state.apply(record)
+        return state
+
     def apply(self, record: Record) -> None:
         """Advance the state by one record (the only way to change it)."""
         self.now = max(self.now, record.t)

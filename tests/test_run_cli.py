@@ -130,3 +130,23 @@ def test_a_second_controller_on_a_running_run_is_refused(tmp_path):
     finally:
         controller.communicate(timeout=60)
     assert controller.returncode == 0
+
+
+def test_logs_prints_and_follows_what_a_launch_wrote(tmp_path):
+    spec = write_spec(tmp_path, deadline="15s", scheduler={"R": 10000})
+    run = tmp_path / "run"
+    controller = start("run", str(spec), "--run-dir", str(run))
+    try:
+        assert wait_for(lambda: (run / "events.jsonl").exists() and
+                        any(r.kind == "reported" and r.trial == "t0000" for r in records(run)), timeout=30)
+        followed = hpcsched("logs", str(run), "t0000", "--follow", timeout=60)  # returns when the launch ends
+        assert followed.returncode == 0, followed.stderr
+        assert "==> t0000-l1 rank 0 stdout" in followed.stdout and "toy: t0000 rank 0 from step 0" in followed.stdout
+        assert "==> t0000-l1 ended (" in followed.stdout
+    finally:
+        controller.communicate(timeout=60)
+    shown = hpcsched("logs", str(run), "t0000", "--launch", "1")
+    assert shown.returncode == 0 and "toy: t0000 rank 0 from step 0" in shown.stdout
+    for args, words in [(("t9999",), "no trial 't9999'"), (("t0000", "--launch", "99"), "--launch: t0000 has launches")]:
+        bad = hpcsched("logs", str(run), *args)
+        assert bad.returncode == 2 and words in bad.stderr, bad.stderr

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from submitit.core import core, utils
+from submitit.core import core
 
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
-from hpcsched.rundir import RESERVE_BYTES, TrialPaths
+from hpcsched.rundir import RESERVE_BYTES, TrialPaths, launch_id_of
 from hpcsched.schedulers.decisions import DecisionSteps
 from hpcsched.scores import BadLine, ExitLine, ReportLine, ScoresReader, StartedLine, check_report
 from hpcsched.trial import STOP_SIGNALS, TrialLaunch, run_trial
@@ -408,11 +408,6 @@ def hang_limit(configured: float | None, longest_gap: float, started: bool = Tru
     return max(HANG_FLOOR_S, HANG_FACTOR * longest_gap) if started else math.inf
 
 
-def launch_id_of(trial_id: str, number: int) -> str:
-    """Launch ``number`` (1-based) of a trial; no underscore (submitit reads '_' as a job array)."""
-    return f"{trial_id}-l{number}"
-
-
 def _check_free_space(run_dir: Path) -> None:
     """Refuse to launch onto a full file system (the trial could save nothing): ENOSPC."""
     try:
@@ -446,8 +441,8 @@ def _describe_codes(codes: list[int | None]) -> str:
 def _tail(folder: Path, launch_id: str, lines: int = 12) -> str:
     """The end of the launch's error log (and of srun's own log, on SLURM)."""
     text: list[str] = []
-    for path in (utils.JobPaths(folder, job_id=launch_id, task_id=0).stderr,
-                 TrialPaths(folder.parent).srun_log(launch_id)):
+    paths = TrialPaths(folder.parent)
+    for path in (paths.launch_log(launch_id, 0, "stderr"), paths.srun_log(launch_id)):
         try:
             text += path.read_text(errors="replace").strip().splitlines()
         except OSError:

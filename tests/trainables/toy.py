@@ -35,6 +35,7 @@ def toy(config, ctx):
 def _train(config, ctx):
     time.sleep(config.get("setup_time", 0.0))
     state = ctx.restore() or {"steps": 0}
+    print(f"toy: {ctx.trial_id} rank {ctx.rank} from step {ctx.start_step}", flush=True)
     for step in ctx.steps():
         if config.get("crash_quality") == config["quality"] and step == config.get("crash_at", 3):
             raise RuntimeError(f"boom at step {step}")
