@@ -294,3 +294,25 @@ def test_each_policy_names_the_steps_where_it_may_pause_a_trial_on_its_report():
     assert rungs_only.steps == (2, 4, 8, 16) and not rungs_only.every_step  # the default
     assert make_scheduler(SchedulerSpec(kind="random", r=32, R=32), "max").decision_steps().steps == ()
     assert make_scheduler(SchedulerSpec(kind="one_epoch", r=1, R=20), "max").decision_steps().steps == (1,)
+
+
+def test_a_rung_passed_while_stopping_for_a_resize_is_not_judged_late():
+    # rung-exact pauses: a trial's report at rung 1 that came in while it was stopping to be
+    # resized still records its rung score, so the relaunched trial is not paused at step 2
+    def decisions_after_relaunch(report_while_stopping: bool):
+        h = Harness(atoms=4, deadline=1000.0, kind="hypersched", r=1, R=16, eta=4, allocation="none")
+        for name, score in [("x", 0.9), ("y", 0.8), ("z", 0.7)]:
+            h.start(name)
+            h.report(name, 1, score)
+        h.decide()
+        h.start("a")
+        h.commit(StopRequested(h.now, "a", "resize", 1))
+        if report_while_stopping:
+            h.report("a", 1, 0.1)  # below the rung-1 cutoff, but the trial is leaving anyway
+        h.commit(Exited(h.now, "a", "checkpointed", 1 if report_while_stopping else 0))
+        h.start("a")
+        h.report("a", 2 if report_while_stopping else 1, 0.1)
+        return h.decide()
+
+    assert not any(isinstance(d, PauseTrial) and d.trial_id == "a" for d in decisions_after_relaunch(True))
+    assert PauseTrial("a", "rung 1") in decisions_after_relaunch(False)  # judged at its own step

@@ -147,6 +147,7 @@ def test_logs_prints_and_follows_what_a_launch_wrote(tmp_path):
         controller.communicate(timeout=60)
     shown = hpcsched("logs", str(run), "t0000", "--launch", "1")
     assert shown.returncode == 0 and "toy: t0000 rank 0 from step 0" in shown.stdout
-    for args, words in [(("t9999",), "no trial 't9999'"), (("t0000", "--launch", "99"), "--launch: t0000 has launches")]:
+    for args, words in [(("t9999",), "no trial 't9999'"),
+                        (("t0000", "--launch", "99"), "--launch: t0000 has launches")]:
         bad = hpcsched("logs", str(run), *args)
         assert bad.returncode == 2 and words in bad.stderr, bad.stderr

@@ -79,16 +79,3 @@ def test_promotion_prefers_higher_rungs_then_better_scores():
     b.pause_at("y", b.rungs[-2])
     assert b.best_promotable() == "y"  # rung 2 before rung 1
 
-
-def test_top_fraction_pauses_only_at_the_rungs_own_step():
-    # a trial whose report at rung 1 never came in (it was stopping for a resize, or skipped the
-    # step) is recorded there late but judged at its next rung: a pause leaves it where decided
-    bracket = TopFractionBracket(r=1, R=16, eta=4)
-    for trial, score in [("x", 0.9), ("y", 0.8), ("z", 0.7)]:
-        bracket.evaluate(trial, 1, score)
-    lowest = bracket.rungs[-1]
-    assert bracket.evaluate("late", 2, 0.1) is None
-    assert lowest.recorded["late"] == 0.1
-    assert bracket.evaluate("late", 3, 0.1) is None
-    assert bracket.evaluate("late", 4, 0.1) is bracket.rungs[-2]  # paused at rung 4, its own step
-    assert bracket.evaluate("ontime", 1, 0.1) is lowest  # on its step, the same score pauses

@@ -214,17 +214,12 @@ class TopFractionBracket(Bracket):
         return None if self.quantile is None else 1.0 - self.quantile(rung.level)
 
     def evaluate(self, trial_id: str, step: int, score: float) -> Rung | None:
-        """Record the report at the highest rung the trial passed unrecorded; return that rung if
-        the trial is paused there. A trial is paused only at the rung's own step: one that passed
-        it unrecorded (its report there came while it was stopping for a resize, or it skipped the
-        step) is recorded with this score and judged at its next rung, so that every pause leaves
-        the trial at the step it was decided for."""
+        """Record the report at the highest rung the trial passed without a score there; return that
+        rung if the trial is paused there (one that skipped a rung's step is judged at its next report)."""
         for rung in self.passed(step):
             if trial_id in rung.recorded:
                 continue
             recorded, _ = rung.record(trial_id, score)
-            if step != rung.milestone:
-                return None
             return None if rung.in_top_fraction(recorded, self._keep(rung)) else rung
         return None
 
