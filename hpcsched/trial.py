@@ -38,7 +38,7 @@ from hpcsched.verdict import Verdict, read_verdict
 STOP_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM)  # "checkpoint at the next step and exit"
 
 
-class StopTrial(BaseException):
+class ExitRequested(BaseException):
     """Raised by ``ctx.report`` once a stop was requested and the checkpoint is safe.
 
     A BaseException, so a trainable's ``except Exception`` does not swallow it.
@@ -228,7 +228,7 @@ class TrialContext:
     def report(self, step: int, score: float, state: Any = None, **metrics: Any) -> None:
         """Record the score of ``step``; save ``state`` as its checkpoint first (atomically).
 
-        Only the chief rank writes. Raises StopTrial afterwards if a stop was requested.
+        Only the chief rank writes. Raises ExitRequested afterwards if a stop was requested.
         """
         if not isinstance(step, int) or isinstance(step, bool) or step <= self._last_step:
             raise ValueError(f"report: step must be an int above the previous step {self._last_step}, got {step!r}")
@@ -254,7 +254,7 @@ class TrialContext:
             self.checkpoint_step = step
         if self._should_stop():
             self.stopped = True
-            raise StopTrial()
+            raise ExitRequested()
 
     # ------------------------------------------------------------ internals
 
@@ -352,7 +352,7 @@ def run_trial(launch: TrialLaunch) -> dict[str, Any]:
     try:
         train = load_trainable(launch.trainable)
         train(dict(launch.config), ctx)
-    except StopTrial:
+    except ExitRequested:
         pass
     except Exception as exc:
         ctx.write_exit("errored", "".join(traceback.format_exception(exc)))

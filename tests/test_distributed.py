@@ -89,7 +89,7 @@ def torch_threads():
 def test_a_stopped_and_restored_trial_continues_bit_for_bit(tmp_path, torch_threads):
     import torch
 
-    from hpcsched.trial import StopTrial, find_checkpoint, load_payload
+    from hpcsched.trial import ExitRequested, find_checkpoint, load_payload
 
     train = _load_example(CIFAR_TRAIN)
     straight, split = tmp_path / "straight", tmp_path / "split"
@@ -106,7 +106,7 @@ def test_a_stopped_and_restored_trial_continues_bit_for_bit(tmp_path, torch_thre
     ctx.report = report
     try:
         train(TINY, ctx)
-    except StopTrial:
+    except ExitRequested:
         pass
     assert ctx.checkpoint_step == 2
     train(TINY, _context(split, TINY, 2, 4, launch=2))
