@@ -8,6 +8,7 @@ the single source of truth of the trial state machine.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ import pandas as pd
 
 from hpcsched.errors import RunDirError
 from hpcsched.mode import Mode
-from hpcsched.records import RECORD_TYPES, Exited, Launched, Running, StopRequested
+from hpcsched.records import RECORD_TYPES, Exited, Launched, Reported, Running, StopRequested
 from hpcsched.state import LIVE, RunState
 
 from hpcsched.analysis.parse import JournalTable
@@ -159,6 +160,9 @@ def _masked_int(values: np.ndarray, missing: np.ndarray) -> pd.arrays.IntegerArr
 # ---------------------------------------------------------------- scores
 
 
+_SCORE_COLUMNS = ("trial", "step", "score", "t", "elapsed", "atoms", "seq")
+
+
 def scores_frame(table: JournalTable, start: float) -> pd.DataFrame:
     """One row per Reported record, with the atoms its trial held when it reported."""
     reports = table.reports
@@ -182,6 +186,12 @@ def scores_frame(table: JournalTable, start: float) -> pd.DataFrame:
     if "metrics" in reports.columns:
         _add_metric_columns(frame, reports["metrics"])
     return frame
+
+
+def metric_columns(scores: pd.DataFrame) -> list[str]:
+    """The columns of a scores frame that hold metrics reported beside the score."""
+    fields = {f.name for f in dataclasses.fields(Reported)}
+    return [c for c in scores.columns if c not in _SCORE_COLUMNS and c not in fields]
 
 
 def _add_metric_columns(frame: pd.DataFrame, metrics: pd.Series) -> None:

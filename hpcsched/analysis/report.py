@@ -69,12 +69,11 @@ def write_run_report(run: Run, out: Path, max_gantt_trials: int = 300) -> list[P
     return files + [summary]
 
 
-_SCORE_COLUMNS = ("trial", "step", "score", "t", "elapsed", "atoms", "seq", "checkpoint")
-
-
 def _best_report_metrics(scores, trial: str, step: int | None) -> list[str]:
     """The other metrics the best report carried (``ctx.report(step, score, loss=...)``), as a table."""
-    others = [c for c in scores.columns if c not in _SCORE_COLUMNS]
+    from hpcsched.analysis.frames import metric_columns
+
+    others = metric_columns(scores)
     row = scores[(scores["trial"] == trial) & (scores["step"] == step)]
     if not others or not len(row):
         return []
