@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from hpcsched.errors import SpecError, UserError
+from hpcsched.errors import UserError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -118,11 +118,9 @@ def run(train: Callable[..., Any] | str | None = None, spec: str | Path | Mappin
                                     event_log=target is not None)
         return SearchResult({}, None, frame)
     from hpcsched.runner import RunOptions, default_run_dir, run_experiment
+    from hpcsched.spec import single_spec
 
-    if len(experiment.cells) > 1:
-        raise SpecError([f"matrix: a real run takes a spec without a matrix, got keys "
-                         f"{list(experiment.matrix_keys)}"], str(experiment.spec.source or experiment.spec.name))
-    real = experiment.spec
+    real = single_spec(experiment, str(experiment.spec.source or experiment.spec.name))
     directory = Path(run_dir) if run_dir is not None else default_run_dir(real)
     options = RunOptions(run_dir=directory, backend=backend, deadline=deadline, resume=resume, variant=variant,
                          quiet=quiet)

@@ -54,12 +54,10 @@ def logs_command(path: Path, trial_id: str, launch: int | None = None, rank: int
         return 0
     while True:  # follow the latest launch while it holds its atoms
         time.sleep(poll)
+        current = _state(run_dir).trials[trial_id]  # before copying: what it wrote before it ended is copied
         for stream in STREAMS:
             offsets[stream] = _copy_new(logs[stream], offsets[stream], out)
-        current = _state(run_dir).trials[trial_id]
         if current.launches != number or current.status not in LIVE:
-            for stream in STREAMS:
-                offsets[stream] = _copy_new(logs[stream], offsets[stream], out)
             print(f"==> {launch_id} ended ({current.status}) <==", file=out)
             return 0
 

@@ -184,10 +184,14 @@ def load_experiment(path: str | Path) -> Experiment:
 
 def load_spec(path: str | Path) -> Spec:
     """Read a spec that has no matrix (for real runs)."""
-    experiment = load_experiment(path)
+    return single_spec(load_experiment(path), str(path))
+
+
+def single_spec(experiment: Experiment, where: str) -> Spec:
+    """The experiment's one spec; SpecError when it has a matrix (a real run is one cell)."""
     if len(experiment.cells) > 1:
         raise SpecError([f"matrix: a real run takes a spec without a matrix, got keys {list(experiment.matrix_keys)}"],
-                        str(path))
+                        where)
     return experiment.spec
 
 

@@ -13,7 +13,6 @@ from hpcsched.durations import format_duration
 from hpcsched.journal import read_journal
 from hpcsched.result import read_result
 from hpcsched.rundir import RunDir
-from hpcsched.records import RunStarted
 from hpcsched.state import RunState
 
 _ORDER = {"running": 0, "launching": 1, "stopping": 2, "paused": 3, "completed": 4, "terminated": 5,
@@ -23,8 +22,8 @@ _ORDER = {"running": 0, "launching": 1, "stopping": 2, "paused": 3, "completed":
 def collect_status(run_dir: RunDir, now: float | None = None) -> dict[str, Any]:
     """The run's state from its journal (a torn last line is fine), as plain data."""
     records = read_journal(run_dir.journal)
-    started = next((r for r in records if isinstance(r, RunStarted)), None)
     state = RunState.replayed(records)
+    started = state.started
     now = time.time() if now is None else now
     controller = run_dir.controller_info() or {}
     alive = _controller_alive(controller) if state.finished is None else False

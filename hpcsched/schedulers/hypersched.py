@@ -128,15 +128,14 @@ class HyperSched:
             if trial.atoms == 1 and trial.step_time is not None:
                 self._single_atom_step_times.add(trial.step_time)
         score = self.sign * record.score
+        self._best = max(self._best, score)
         if record.trial not in self._live:
             if record.trial in self._stopping and record.step < self.spec.R:
                 # reported while stopping (for a resize, say): its rung scores count now, so the
                 # relaunched trial is not judged late, past the step, at a rung it has passed
-                self._best = max(self._best, score)
                 self.bracket.evaluate(record.trial, record.step, score)
                 self._track_level(record.trial, record.step, score)
             return
-        self._best = max(self._best, score)
         self._ranking.set(record.trial, score)
         if record.step >= self.spec.R:
             self._learn_final(record.trial, score)
