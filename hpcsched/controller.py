@@ -11,11 +11,12 @@ import errno
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from hpcsched.atoms import node_of
 from hpcsched.executors.base import Executor, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.journal import Journal
+from hpcsched.samplers import ConfigSampler
 from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, FinishReason, Launched, Record, Reported,
                               RunFinished, RunStarted, Running, StopRequested, TrialCreated)
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial,
@@ -47,14 +48,14 @@ class RunSettings:
 
 class Controller:
     def __init__(self, settings: RunSettings, scheduler: Scheduler, executor: Executor, clock,
-                 journal: Journal, configs: Callable[[int], dict[str, Any]], state: RunState,
+                 journal: Journal, sampler: ConfigSampler, state: RunState,
                  on_record: Callable[[Record, RunState], None] | None = None):
         self.settings = settings
         self.scheduler = scheduler
         self.executor = executor
         self.clock = clock
         self.journal = journal
-        self.configs = configs
+        self.sampler = sampler
         self.state = state
         self.on_record = on_record
         self.interrupted: str | None = None  # set (e.g. from a signal handler) to wind down now
@@ -203,7 +204,7 @@ class Controller:
             if self.settings.max_trials is not None and index >= self.settings.max_trials:
                 raise SchedulerError(f"{d}: no trials left to start")
             trial_id = f"t{index:04d}"
-            self._commit(TrialCreated(now, trial_id, index, self.configs(index)))
+            self._commit(TrialCreated(now, trial_id, index, self.sampler.config(index)))
             self._launch(trial_id, d.atoms, "start")
         elif isinstance(d, ResumeTrial):
             if st.trials[d.trial_id].status != "paused":
@@ -265,6 +266,7 @@ class Controller:
         self.state.apply(record)
         trial_id = getattr(record, "trial", None)
         self.scheduler.observe(record, self.state.view(trial_id) if trial_id is not None else None)
+        self.sampler.observe(record)
         if self.on_record is not None:
             self.on_record(record, self.state)
 

@@ -181,9 +181,9 @@ def parse_timeout(text: str) -> float:
 
 def profiled_config(spec, overrides: Sequence[str]) -> dict[str, Any]:
     """The sampler's first configuration with ``KEY=VALUE`` overrides (values read as YAML)."""
-    from hpcsched.space import Sampler
+    from hpcsched.samplers import make_sampler
 
-    config = Sampler(spec.space, spec.seed).config(0) if spec.space is not None else {}
+    config = make_sampler(spec.sampler, spec.space, spec.seed, spec.metric.mode).config(0)
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():

@@ -27,7 +27,7 @@ from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, FinishR
 from hpcsched.result import ResultKeeper, build_result, write_result, iso_time
 from hpcsched.rundir import RunDir
 from hpcsched.schedulers import make_scheduler
-from hpcsched.space import Sampler
+from hpcsched.samplers import make_sampler
 from hpcsched.spec import Spec
 from hpcsched.state import RunState
 from hpcsched.trainables import check_trainable, resolve_reference
@@ -96,12 +96,13 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
     atom_ids = executor.atom_ids()
     state = RunState(spec.metric.mode)
     scheduler = make_scheduler(variant.scheduler, spec.metric.mode)
+    sampler = make_sampler(spec.sampler, spec.space, spec.seed, spec.metric.mode)
     for record in records:
         state.apply(record)
         trial_id = getattr(record, "trial", None)
         scheduler.observe(record, state.view(trial_id) if trial_id is not None else None)
-    sampler = Sampler(spec.space, spec.seed) if spec.space is not None else None
-    limits = [n for n in (spec.max_trials, sampler.capacity if sampler else None) if n is not None]
+        sampler.observe(record)
+    limits = [n for n in (spec.max_trials, sampler.capacity) if n is not None]
     settings = RunSettings(name=spec.name, variant=variant.name, spec_digest=spec.digest, seed=spec.seed,
                            deadline=deadline, atom_ids=atom_ids, max_trials=min(limits) if limits else None,
                            metric=spec.metric.name, stop_margin=spec.controller.stop_margin,
@@ -113,9 +114,7 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
         progress.on_record(record, state)
         keeper.on_record(record, state)
 
-    controller = Controller(settings, scheduler, executor, clock, journal,
-                            (lambda i: sampler.config(i)) if sampler else (lambda i: {}), state,
-                            on_record=on_record)
+    controller = Controller(settings, scheduler, executor, clock, journal, sampler, state, on_record=on_record)
     run_dir.claim(options.backend)
     run_dir.reserve_space()
     previous = _install_interrupts(controller)

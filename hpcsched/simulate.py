@@ -21,11 +21,13 @@ from hpcsched.executors.sim import SimExecutor
 from hpcsched.journal import JsonlJournal, NullJournal
 from hpcsched.schedulers import make_scheduler
 from hpcsched.sim_layout import journal_path, summary_path
-from hpcsched.space import Sampler
+from hpcsched.records import Record
+from hpcsched.samplers import ConfigSampler, make_sampler
+from hpcsched.space import Space
 from hpcsched.spec import Experiment, Spec, Variant
 from hpcsched.state import RunState
 from hpcsched.workloads import Workload, oracle_score
-from hpcsched.workloads.synthetic import SyntheticWorkload
+from hpcsched.workloads.synthetic import CURVE_PARAMETERS, SyntheticWorkload
 from hpcsched.workloads.trace import TraceWorkload, load_trace
 
 SUMMARY_COLUMNS = ("variant", "seed", "best_score", "oracle_score", "regret", "trials_started", "resizes",
@@ -58,11 +60,22 @@ def check_simulable(spec: Spec) -> None:
 def build_workload(spec: Spec, seed: int, max_steps: int, traces: dict) -> Workload:
     w = spec.workload
     if w.kind == "synthetic":
-        return SyntheticWorkload(seed=seed, max_steps=max_steps, step_time=w.step_time, size=w.trials, noise=w.noise)
+        return SyntheticWorkload(seed=seed, max_steps=max_steps, step_time=w.step_time, size=w.trials, noise=w.noise,
+                                 config_ranges=curve_ranges(spec.space))
     key = (w.path, w.step_time)
     if key not in traces:
         traces[key] = load_trace(w.path, w.step_time)
     return TraceWorkload(traces[key], seed=seed, max_steps=max_steps)
+
+
+def curve_ranges(space: Space | None) -> dict[str, tuple[float, float]]:
+    """The (lowest, highest) value the space gives each synthetic curve parameter it names."""
+    ranges: dict[str, tuple[float, float]] = {}
+    for param in space.params if space is not None else ():
+        if param.name in CURVE_PARAMETERS:
+            values = [float(v) for v in param.values] if param.values else [param.low, param.high]
+            ranges[param.name] = (min(values), max(values))
+    return ranges
 
 
 def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None = None,
@@ -75,13 +88,8 @@ def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None
     workload = build_workload(spec, seed, scheduler_spec.R, traces)
     clock = VirtualClock(0.0)
     executor = SimExecutor(workload, clock, w.scaling, w.startup, w.step_overhead)
-    sampler = Sampler(spec.space, seed) if spec.space is not None else None
-    limits = [n for n in (spec.max_trials, sampler.capacity if sampler else None, workload.size) if n is not None]
-
-    def configs(index: int) -> dict[str, Any]:
-        config = sampler.config(index) if sampler else {}
-        config["curve"] = executor.curve(index).key
-        return config
+    sampler = _CurveNaming(make_sampler(spec.sampler, spec.space, seed, spec.metric.mode), executor)
+    limits = [n for n in (spec.max_trials, sampler.capacity, workload.size) if n is not None]
 
     settings = RunSettings(name=spec.name, variant=variant.name, spec_digest=spec.digest, seed=seed,
                            deadline=spec.deadline, atom_ids=tuple(str(i) for i in range(spec.resources.atoms)),
@@ -90,10 +98,27 @@ def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None
     state = RunState(spec.metric.mode)
     try:
         Controller(settings, make_scheduler(scheduler_spec, spec.metric.mode), executor, clock, journal,
-                   configs, state).run()
+                   sampler, state).run()
     finally:
         journal.close()
     return state, workload
+
+
+class _CurveNaming:
+    """The spec's sampler, with the key of the curve the trial replays added to its configuration."""
+
+    def __init__(self, sampler: ConfigSampler, executor: SimExecutor):
+        self.sampler = sampler
+        self.executor = executor
+        self.capacity = sampler.capacity
+
+    def config(self, index: int) -> dict[str, Any]:
+        config = self.sampler.config(index)
+        config["curve"] = self.executor.curve(index, config).key
+        return config
+
+    def observe(self, record: Record) -> None:
+        self.sampler.observe(record)
 
 
 def _run_task(task: SimTask, traces: dict | None = None) -> dict[str, Any]:

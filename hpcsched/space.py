@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -44,6 +44,19 @@ class Param:
             return float(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
         if self.kind == "randint":
             return int(rng.integers(int(self.low), int(self.high)))
+        raise ValueError(f"parameter {shown(self.name)} of kind {shown(self.kind)} is not random")
+
+    def from_unit(self, u: float) -> Any:
+        """This (random) parameter's value at ``u`` in [0, 1) of its range (for quasi-random points)."""
+        if self.kind == "choice":
+            return _plain(self.values[min(int(u * len(self.values)), len(self.values) - 1)])
+        if self.kind == "uniform":
+            return float(self.low + u * (self.high - self.low))
+        if self.kind == "loguniform":
+            return float(math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low))))
+        if self.kind == "randint":
+            span = int(self.high) - int(self.low)
+            return int(self.low) + min(int(u * span), span - 1)
         raise ValueError(f"parameter {shown(self.name)} of kind {shown(self.kind)} is not random")
 
 
@@ -80,6 +93,10 @@ class Space:
 
     def config(self, grid_point: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         """A full configuration: the given grid point, random parameters drawn with ``rng``."""
+        return self.config_with(grid_point, lambda param: param.sample(rng))
+
+    def config_with(self, grid_point: Mapping[str, Any], draw: Callable[[Param], Any]) -> dict[str, Any]:
+        """A full configuration: the given grid point, each random parameter's value from ``draw``."""
         config: dict[str, Any] = {}
         for param in self.params:
             if param.kind == "grid":
@@ -87,12 +104,12 @@ class Space:
             elif param.kind == "value":
                 config[param.name] = param.values[0]
             else:
-                config[param.name] = param.sample(rng)
+                config[param.name] = draw(param)
         return config
 
 
 class Sampler:
-    """Deterministic sequence of configurations: trial ``i`` always gets the same config.
+    """The ``random`` sampler, a deterministic sequence: trial ``i`` always gets the same config.
 
     Grid points are visited in a seeded random order; once all are used, random parameters
     (if any) are drawn again for a second pass. Trial ``i``'s random draws come from a
@@ -110,12 +127,18 @@ class Sampler:
         return self.space.capacity
 
     def config(self, index: int) -> dict[str, Any]:
-        """Configuration of the ``index``-th trial (0-based)."""
+        """Configuration of the ``index``-th trial (0-based); the run's state does not matter to it."""
+        return self.space.config(self.grid_point(index), np.random.default_rng([self.seed, 1, index]))
+
+    def grid_point(self, index: int) -> dict[str, Any]:
+        """The grid point of the ``index``-th trial."""
         capacity = self.capacity
         if index < 0 or (capacity is not None and index >= capacity):
             raise IndexError(f"trial index {index} outside the space (capacity {capacity})")
-        point = self.space.grid_point(int(self._order[index % len(self._order)]))
-        return self.space.config(point, np.random.default_rng([self.seed, 1, index]))
+        return self.space.grid_point(int(self._order[index % len(self._order)]))
+
+    def observe(self, record: object) -> None:
+        """Random draws learn nothing from the run."""
 
 
 def parse_space(raw: object, path: str, problems: list[str]) -> Space | None:

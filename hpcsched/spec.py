@@ -22,6 +22,7 @@ from hpcsched.durations import parse_duration
 from hpcsched.errors import SpecError, shown
 from hpcsched.mode import MODES
 from hpcsched.scaling import Scaling, named_scaling, parse_scaling
+from hpcsched.samplers import EXTRA_FOR, MODEL_SAMPLERS, SAMPLER_NAMES, SamplerSpec, missing_modules
 from hpcsched.space import Space, parse_space
 
 SCHEDULER_KINDS = ("asha", "hypersched", "random", "one_epoch")
@@ -123,6 +124,7 @@ class Spec:
     resources: ResourcesSpec
     variants: tuple[Variant, ...]
     space: Space | None = None
+    sampler: SamplerSpec = field(default_factory=SamplerSpec)
     trainable: str | None = None
     deadline: float | None = None
     max_trials: int | None = None
@@ -287,7 +289,7 @@ def parse_experiment(raw: Any, source: Path | None = None) -> Experiment:
     return Experiment(spec, tuple(cells), tuple(k for k, _ in matrix))
 
 
-_TOP_KEYS = ("name", "trainable", "metric", "space", "scheduler", "resources", "deadline",
+_TOP_KEYS = ("name", "trainable", "metric", "space", "sampler", "scheduler", "resources", "deadline",
              "max_trials", "seed", "workload", "controller", "variants", "matrix")
 
 
@@ -300,6 +302,7 @@ def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
     metric = top.take("metric", lambda v: _parse_metric(v, problems), default=MetricSpec())
     space_raw = top.take("space", lambda v: v, default=None)
     space = parse_space(space_raw, "space", problems) if "space" in raw else None
+    sampler = top.take("sampler", lambda v: _parse_sampler(v, problems), default=SamplerSpec())
     scheduler_raw = top.take("scheduler", _mapping, default={})
     resources = top.take("resources", lambda v: _parse_resources(v, problems), default=ResourcesSpec())
     deadline = top.take("deadline", _positive_duration, default=None)
@@ -321,6 +324,8 @@ def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
         problems.append("trainable: required (or a workload: section for simulation)")
     if trainable is not None and space is None and "space" not in raw:
         problems.append("space: required for a trainable (the search space to explore)")
+    if isinstance(sampler, SamplerSpec):
+        _check_sampler(sampler, space, "space" in raw, problems)
     if workload is not None and workload.kind == "synthetic" and isinstance(metric, MetricSpec) \
             and metric.mode != "max":
         problems.append(f"metric.mode: synthetic curves are scores to maximise, got {shown(metric.mode)}")
@@ -332,9 +337,43 @@ def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
     if len(problems) != before or scheduler is None:
         return None
     return Spec(name=name, metric=metric, scheduler=scheduler, resources=resources,
-                variants=tuple(variants), space=space, trainable=trainable, deadline=deadline,
+                variants=tuple(variants), space=space, sampler=sampler, trainable=trainable, deadline=deadline,
                 max_trials=max_trials, seed=seed, workload=workload, controller=controller, source=source,
                 raw=raw)
+
+
+def _parse_sampler(raw: object, problems: list[str]) -> SamplerSpec:
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    section = _Section(raw, "sampler", problems)
+    name = section.take("name", _one_of(*SAMPLER_NAMES), default=SamplerSpec.name)
+    startup = section.take("startup_trials", _int_at_least(0), default=SamplerSpec.startup_trials)
+    fraction = section.take("random_fraction", _fraction, default=SamplerSpec.random_fraction)
+    section.reject_unknown(("name", "startup_trials", "random_fraction"))
+    for key in ("startup_trials", "random_fraction"):
+        if key in section.raw and name not in MODEL_SAMPLERS:
+            problems.append(f"sampler.{key}: only for a model-based sampler ({', '.join(MODEL_SAMPLERS)}), "
+                            f"not for {shown(name)}")
+    return SamplerSpec(name=name or SamplerSpec.name,
+                       startup_trials=startup if startup is not None else SamplerSpec.startup_trials,
+                       random_fraction=fraction if fraction is not None else SamplerSpec.random_fraction)
+
+
+def _check_sampler(sampler: SamplerSpec, space: Space | None, has_space: bool, problems: list[str]) -> None:
+    if sampler.name == "random":
+        return
+    if not has_space:
+        problems.append(f"sampler: {shown(sampler.name)} needs a space: section to propose from")
+        return
+    missing = missing_modules(sampler.name)
+    if missing:
+        extras = sorted({EXTRA_FOR[m] for m in missing})
+        problems.append(f"sampler: {shown(sampler.name)} needs {', '.join(missing)}, which is not installed "
+                        f"(pip install {' '.join(repr(e) for e in extras)})")
+    if space is not None and sampler.name in MODEL_SAMPLERS and space.grid_params:
+        for param in space.grid_params:
+            problems.append(f"space.{param.name}: a grid parameter cannot be proposed by sampler "
+                            f"{shown(sampler.name)}; use choice")
 
 
 def _parse_metric(raw: object, problems: list[str]) -> MetricSpec:

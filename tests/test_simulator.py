@@ -7,6 +7,7 @@ from hpcsched.clock import VirtualClock
 from hpcsched.controller import Controller, RunSettings
 from hpcsched.executors.base import LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.executors.sim import SimExecutor
+from hpcsched.samplers import IndexSampler, NoSpace
 from hpcsched.journal import ListJournal
 from hpcsched.records import Exited, Reported, Running, StopRequested
 from hpcsched.scaling import named_scaling
@@ -22,7 +23,7 @@ class ListWorkload:
         self.curves = curves
         self.size = len(curves)
 
-    def curve(self, index):
+    def curve(self, index, config=None):
         return self.curves[index]
 
 
@@ -40,7 +41,7 @@ def run_controller(curves, scheduler_spec, atoms=2, deadline=100.0, startup=0.0,
     settings = RunSettings("t", "v", "d", 0, deadline, tuple(str(i) for i in range(atoms)),
                            max_trials=max_trials or len(curves))
     Controller(settings, make_scheduler(scheduler_spec, "max"), executor, clock, journal,
-               lambda i: {"i": i}, state).run()
+               IndexSampler(lambda i: {"i": i}), state).run()
     return state, journal.records
 
 
@@ -114,7 +115,7 @@ def test_atoms_never_oversubscribed_and_replay_rebuilds_state():
         assert held + st.free_atoms == 6
 
     settings = RunSettings("t", "hypersched", "d", 0, 40.0, tuple(str(i) for i in range(6)), max_trials=500)
-    Controller(settings, make_scheduler(spec.scheduler, "max"), executor, clock, journal, lambda i: {},
+    Controller(settings, make_scheduler(spec.scheduler, "max"), executor, clock, journal, NoSpace(),
                state, on_record=check).run()
     assert state.resizes > 0 and state.pauses > 0
     replayed = RunState("max")

@@ -30,6 +30,7 @@ from hpcsched.controller import Controller, RunSettings
 from hpcsched.executors.sim import SimExecutor
 from hpcsched.journal import NullJournal
 from hpcsched.records import Record
+from hpcsched.samplers import IndexSampler
 from hpcsched.schedulers import make_scheduler
 from hpcsched.spec import Spec, parse_experiment
 from hpcsched.state import RunState
@@ -89,7 +90,7 @@ def run_once(spec: Spec) -> tuple[RunState, int, float]:
     journal = CountingJournal()
     state = RunState(spec.metric.mode)
     controller = Controller(settings, make_scheduler(scheduler_spec, spec.metric.mode), executor, clock, journal,
-                            lambda index: {"curve": executor.curve(index).key}, state)
+                            IndexSampler(lambda index: {"curve": executor.curve(index).key}), state)
     begin = time.perf_counter()
     controller.run()
     return state, journal.count, time.perf_counter() - begin

@@ -13,6 +13,7 @@ import heapq
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.scaling import Scaling
@@ -46,17 +47,18 @@ class SimExecutor:
         self._trials: dict[str, _SimTrial] = {}
         self._curves: dict[int, Curve] = {}
 
-    def curve(self, index: int) -> Curve:
-        """The curve trial ``index`` replays (cached; the pool may be generated lazily)."""
+    def curve(self, index: int, config: Mapping[str, Any] | None = None) -> Curve:
+        """The curve trial ``index`` (of configuration ``config``) replays (cached: the pool may be
+        generated lazily; a synthetic curve may follow the config)."""
         curve = self._curves.get(index)
         if curve is None:
-            curve = self._curves[index] = self.workload.curve(index)
+            curve = self._curves[index] = self.workload.curve(index, config)
         return curve
 
     def launch(self, request: LaunchRequest) -> None:
         trial = self._trials.get(request.trial_id)
         if trial is None:
-            trial = self._trials[request.trial_id] = _SimTrial(self.curve(request.index))
+            trial = self._trials[request.trial_id] = _SimTrial(self.curve(request.index, request.config))
         steps = trial.curve.steps
         trial.pos = int(steps.searchsorted(request.from_step, side="right"))
         trial.rate = self.scaling.rate(len(request.atoms))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 
@@ -29,11 +29,11 @@ class Curve:
 
 
 class Workload(Protocol):
-    """A pool of distinct curves; trial ``i`` of a run replays ``curve(i)``."""
+    """A pool of distinct curves; trial ``i`` of a run replays ``curve(i, its config)``."""
 
     size: int
 
-    def curve(self, index: int) -> Curve: ...
+    def curve(self, index: int, config: Mapping[str, Any] | None = None) -> Curve: ...
 
 
 def oracle_score(workload: Workload, *, atoms: int, deadline: float, startup: float,

@@ -8,6 +8,7 @@ shorter than R ends that trial at its last step.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -85,7 +86,8 @@ class TraceWorkload:
         self._curves = [c for c in self._curves if len(c.steps)]
         self.size = len(self._curves)
 
-    def curve(self, index: int) -> Curve:
+    def curve(self, index: int, config: Mapping[str, Any] | None = None) -> Curve:
+        """Curve ``index`` (recorded curves do not depend on the config)."""
         return self._curves[index]
 
 

@@ -1,0 +1,153 @@
+"""Optuna's model-based samplers (TPE, Gaussian process) behind hpcsched's sampler interface.
+
+hpcsched keeps its own scheduler; Optuna only proposes configurations (ask-and-tell). The model
+is fitted as BOHB fits its own (Falkner et al., 2018): on one budget, the highest step that at
+least ``max(startup_trials, dimensions + 1)`` trials have reached, with each of those trials told
+as complete with its score at that step (the last it reported up to it) and every score it
+reported as intermediate values. A model on the early rungs alone learns what wins early, which
+on many curves is not what wins at R; the scheduler's own promotions then feed it more of the
+same. Until enough trials have reported, proposals are random, and afterwards a
+``random_fraction`` of them still are (BOHB's 1/3 by default), so a model that settled early on a
+poor region cannot keep the run there.
+
+Reproducible and resumable: the proposal for trial ``index`` comes from a sampler seeded by
+``(seed, index)`` and a study built from the scores the journal's records hold, so a resumed run,
+shown the same records (``observe``), proposes what the uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from typing import Any, Literal
+
+import numpy as np
+
+from hpcsched.records import Record, Reported, TrialCreated
+from hpcsched.space import Param, Sampler, Space
+
+log = logging.getLogger(__name__)
+
+
+class OptunaSampler:
+    """Optuna's ``name`` sampler (tpe or gp) over ``space``; see the module docstring."""
+
+    def __init__(self, space: Space, seed: int, mode: str, name: str, startup_trials: int = 10,
+                 random_fraction: float = 1 / 3):
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "Trial 3 finished" line per trial
+        if space.grid_params:
+            raise ValueError(f"sampler {name}: grid parameters ({', '.join(p.name for p in space.grid_params)}) "
+                             f"cannot be proposed by a model; use choice")
+        self._optuna = optuna
+        self.space = space
+        self.seed = seed
+        self.direction: Literal["maximize", "minimize"] = "maximize" if mode == "max" else "minimize"
+        self.name = name
+        self.startup_trials = startup_trials
+        self.random_fraction = random_fraction
+        self._random = Sampler(space, seed)
+        self._params = space.random_params
+        self._distributions = {p.name: _distribution(p) for p in self._params}
+        self.min_trials = max(startup_trials, len(self._params) + 1, 1)  # on the budget the model is fitted at
+        self._params_of: dict[str, dict[str, Any]] = {}  # trial -> its Optuna parameters
+        self._scores: dict[str, dict[int, float]] = {}  # trial -> step -> first finite score reported there
+
+    @property
+    def capacity(self) -> int | None:
+        return None
+
+    def config(self, index: int) -> dict[str, Any]:
+        """Trial ``index``'s configuration, proposed by a model of the scores observed so far
+        (or, a ``random_fraction`` of the time, drawn at random as the random sampler would)."""
+        if np.random.default_rng([self.seed, 6, index]).random() < self.random_fraction:
+            return self._random.config(index)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", self._optuna.exceptions.ExperimentalWarning)
+            study = self._optuna.create_study(direction=self.direction, sampler=self._sampler_for(index))
+            study.add_trials(self._told())
+            trial = study.ask(self._distributions)
+        return self._config_from(trial.params)
+
+    def observe(self, record: Record) -> None:
+        """Learn from one journal record (live, or replayed in order on resume)."""
+        if isinstance(record, TrialCreated):
+            params = self._params_from(record.config)
+            if params is not None:
+                self._params_of[record.trial] = params
+                self._scores[record.trial] = {}
+        elif isinstance(record, Reported) and record.trial in self._scores and math.isfinite(record.score):
+            self._scores[record.trial].setdefault(record.step, record.score)
+
+    def budget(self) -> int | None:
+        """The step the model is fitted at: the highest that ``min_trials`` trials have reached."""
+        reached = sorted((max(scores) for scores in self._scores.values() if scores), reverse=True)
+        return reached[self.min_trials - 1] if len(reached) >= self.min_trials else None
+
+    # ------------------------------------------------------------ internals
+
+    def _told(self) -> list:
+        budget = self.budget()
+        if budget is None:
+            return []
+        frozen = []
+        for trial_id, scores in self._scores.items():  # in creation order
+            at = [step for step in scores if step <= budget]
+            if not scores or max(scores) < budget or not at:
+                continue
+            frozen.append(self._optuna.trial.create_trial(
+                state=self._optuna.trial.TrialState.COMPLETE, value=scores[max(at)],
+                params=self._params_of[trial_id], distributions=self._distributions,
+                intermediate_values=dict(scores)))
+        return frozen
+
+    def _sampler_for(self, index: int):
+        samplers = self._optuna.samplers
+        seed = int(np.random.SeedSequence([self.seed, 3, index]).generate_state(1)[0])
+        if self.name == "gp":
+            return samplers.GPSampler(seed=seed, n_startup_trials=self.startup_trials)
+        return samplers.TPESampler(seed=seed, n_startup_trials=self.startup_trials, multivariate=True)
+
+    def _config_from(self, params: dict[str, Any]) -> dict[str, Any]:
+        config: dict[str, Any] = {}
+        for param in self.space.params:
+            if param.kind == "value":
+                config[param.name] = param.values[0]
+            elif param.kind == "choice":
+                config[param.name] = param.values[int(params[param.name])]
+            elif param.kind == "randint":
+                config[param.name] = int(params[param.name])
+            else:
+                config[param.name] = float(params[param.name])
+        return config
+
+    def _params_from(self, config: dict[str, Any]) -> dict[str, Any] | None:
+        """The Optuna parameters of a journalled configuration (None, logged, if it is not of this space)."""
+        params: dict[str, Any] = {}
+        for param in self._params:
+            if param.name not in config:
+                log.warning("sampler %s: a journalled configuration has no %r; the model will not learn from it",
+                            self.name, param.name)
+                return None
+            value = config[param.name]
+            if param.kind == "choice":
+                matches = [i for i, v in enumerate(param.values) if v == value]
+                if not matches:
+                    log.warning("sampler %s: journalled %s=%r is not one of the choices; the model will not "
+                                "learn from it", self.name, param.name, value)
+                    return None
+                value = matches[0]
+            params[param.name] = value
+        return params
+
+
+def _distribution(param: Param):
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    if param.kind == "choice":  # by position: Optuna's choices must be plain scalars, ours may be lists
+        return CategoricalDistribution(tuple(range(len(param.values))))
+    if param.kind == "randint":
+        return IntDistribution(int(param.low), int(param.high) - 1)
+    return FloatDistribution(param.low, param.high, log=param.kind == "loguniform")

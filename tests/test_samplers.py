@@ -1,0 +1,182 @@
+"""Samplers: Optuna's TPE through ask-and-tell, quasi-random points; reproducible and resumable."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from hpcsched.errors import SpecError
+from hpcsched.journal import read_journal
+from hpcsched.records import Reported, TrialCreated
+from hpcsched.samplers import make_sampler
+from hpcsched.simulate import simulate_run
+from hpcsched.space import parse_space
+from hpcsched.spec import parse_experiment
+
+
+CURVE_SPACE = {"b0": {"loguniform": [0.001, 1.0]}, "b1": {"uniform": [0.0, 1.0]}, "b2": {"uniform": [0.0, 1.0]}}
+
+
+def _spec(sampler, kind="asha", deadline=20, space=CURVE_SPACE):
+    return parse_experiment({
+        "name": "samplers", "metric": {"name": "score", "mode": "max"},
+        "scheduler": {"kind": kind, "r": 5, "R": 500, "eta": 4}, "resources": {"atoms": 8},
+        "deadline": deadline, "space": space, "sampler": sampler,
+        "workload": {"kind": "synthetic", "step_time": 0.1}}).spec
+
+
+def _simulate(spec, seed, tmp_path=None):
+    log = tmp_path / f"events-{seed}.jsonl" if tmp_path is not None else None
+    state, _ = simulate_run(spec, spec.variants[0], seed, event_log=log)
+    return state, (read_journal(log) if log is not None else None)
+
+
+def _configs(state):
+    return [{k: v for k, v in t.config.items() if k != "curve"}
+            for t in sorted(state.trials.values(), key=lambda t: t.index)]
+
+
+def test_tpe_run_is_reproducible_from_its_seed():
+    spec = _spec({"name": "tpe", "startup_trials": 5})
+    a, _ = _simulate(spec, 1)
+    b, _ = _simulate(spec, 1)
+    c, _ = _simulate(spec, 2)
+    assert len(a.trials) > 20
+    assert _configs(a) == _configs(b) and a.best_score == b.best_score
+    assert _configs(a) != _configs(c)
+
+
+def test_tpe_rebuilt_from_the_journal_proposes_what_the_uninterrupted_run_did(tmp_path):
+    """Cut the journal before any trial's creation: a sampler fed the records before the cut
+    (as a resumed controller feeds them) proposes exactly that trial's configuration."""
+    spec = _spec({"name": "tpe", "startup_trials": 5})
+    _, records = _simulate(spec, 3, tmp_path)
+    created = [i for i, r in enumerate(records) if isinstance(r, TrialCreated)]
+    assert len(created) > 20
+    checked = 0
+    for cut in created[5::4]:
+        sampler = make_sampler(spec.sampler, spec.space, 3, "max")
+        for record in records[:cut]:
+            sampler.observe(record)
+        proposed = sampler.config(records[cut].index)
+        assert proposed == {k: v for k, v in records[cut].config.items() if k != "curve"}, cut
+        checked += 1
+    assert checked >= 5
+
+
+def test_tpe_learns_from_rung_scores_where_random_does_not():
+    """On curves that follow the config (b0 sets the slope), TPE's later proposals move to
+    larger b0 than random draws; both runs see the same scheduler and seed."""
+    def late_log_b0(sampler):
+        values = []
+        for seed in range(3):
+            state, _ = _simulate(_spec(sampler, deadline=30), seed)
+            values += [math.log10(c["b0"]) for c in _configs(state)[15:]]
+        return float(np.median(values))
+
+    assert late_log_b0({"name": "tpe", "startup_trials": 10}) > late_log_b0("random") + 0.5
+
+
+def test_the_model_is_fitted_on_the_highest_step_enough_trials_reached(tmp_path):
+    spec = _spec({"name": "tpe", "startup_trials": 5})
+    _, records = _simulate(spec, 0, tmp_path)
+    sampler = make_sampler(spec.sampler, spec.space, 0, "max")
+    reached = {r.trial: 0 for r in records if isinstance(r, TrialCreated)}
+    for record in records:
+        sampler.observe(record)
+        if isinstance(record, Reported):
+            reached[record.trial] = max(reached[record.trial], record.step)
+    budget = sampler.budget()
+    assert budget is not None and budget > spec.scheduler.r  # trials were promoted past the first rung
+    assert sum(step >= budget for step in reached.values()) >= 5
+    assert sum(step > budget for step in reached.values()) < 5  # the highest such step
+    told = sampler._told()
+    assert len(told) == sum(step >= budget for step in reached.values())
+    first_at_budget = {}
+    for r in records:
+        if isinstance(r, Reported) and r.step == budget:
+            first_at_budget.setdefault(r.trial, r.score)
+    assert sorted(t.value for t in told) == sorted(first_at_budget.values())
+    assert all(t.state.name == "COMPLETE" and max(t.intermediate_values) >= budget for t in told)
+
+
+def test_a_third_of_the_proposals_stay_random():
+    spec = _spec({"name": "tpe", "startup_trials": 5})
+    state, _ = _simulate(spec, 0)
+    random_sampler = make_sampler(_spec("random").sampler, spec.space, 0, "max")
+    configs = _configs(state)
+    same = sum(c == random_sampler.config(i) for i, c in enumerate(configs))
+    assert 0.2 * len(configs) < same < 0.5 * len(configs)
+    never = make_sampler(_spec({"name": "tpe", "random_fraction": 0}).sampler, spec.space, 0, "max")
+    assert all(never.config(i) != random_sampler.config(i) for i in range(10))
+
+
+def test_qmc_covers_each_bin_once_and_is_a_function_of_the_index():
+    problems: list[str] = []
+    space = parse_space({"u": {"uniform": [0.0, 1.0]}, "k": {"choice": ["a", "b", "c", "d"]}}, "space", problems)
+    sampler = make_sampler(_spec("qmc").sampler, space, 4, "max")
+    values = [sampler.config(i)["u"] for i in range(16)]
+    assert sorted(int(v * 16) for v in values) == list(range(16))  # one point in each sixteenth
+    assert [sampler.config(i)["k"] for i in range(4)].count("a") == 1
+    assert sampler.config(7) == make_sampler(_spec("qmc").sampler, space, 4, "max").config(7)
+    assert sampler.config(7) != make_sampler(_spec("qmc").sampler, space, 5, "max").config(7)
+
+
+@pytest.mark.parametrize("sampler,space,expected", [
+    ("bayes", CURVE_SPACE, "sampler.name: expected one of random, tpe, gp, qmc, got 'bayes'"),
+    ({"name": "random", "startup_trials": 3}, CURVE_SPACE, "sampler.startup_trials: only for a model-based"),
+    ({"name": "tpe", "random_fraction": 1.5}, CURVE_SPACE,
+     "sampler.random_fraction: expected a number in [0, 1], got 1.5"),
+    ({"name": "tpe", "startup_trials": -1}, CURVE_SPACE, "sampler.startup_trials: must be >= 0, got -1"),
+    ({"name": "tpe", "seeds": 3}, CURVE_SPACE, "sampler.seeds: unknown key"),
+    ("tpe", {"opt": {"grid": ["sgd", "adam"]}, "lr": {"uniform": [0, 1]}},
+     "space.opt: a grid parameter cannot be proposed by sampler 'tpe'; use choice"),
+])
+def test_bad_sampler_sections_are_named(sampler, space, expected):
+    with pytest.raises(SpecError) as info:
+        _spec(sampler, space=space)
+    assert any(expected in p for p in info.value.problems), info.value.problems
+
+
+@pytest.mark.slow
+def test_real_run_killed_and_resumed_proposes_what_its_journal_implies(tmp_path):
+    """A local run with TPE, SIGKILLed and resumed: every configuration it made, before and after
+    the kill, is the one a sampler rebuilt from the journal up to that trial proposes."""
+    import os
+    import signal
+
+    from tests.runs import hpcsched, records, start, wait_for, write_spec
+
+    spec_path = write_spec(tmp_path, deadline="24s", space={"quality": {"uniform": [0.1, 0.9]}, "step_time": 0.1},
+                           sampler={"name": "tpe", "startup_trials": 2})
+    run = tmp_path / "run"
+    controller = start("run", str(spec_path), "--run-dir", str(run), "--quiet")
+    assert wait_for(lambda: (run / "events.jsonl").exists()
+                    and sum(isinstance(r, TrialCreated) for r in records(run)) >= 6, timeout=60)
+    os.kill(controller.pid, signal.SIGKILL)
+    controller.wait()
+    killed_at = len(records(run))
+    proc = hpcsched("run", str(spec_path), "--run-dir", str(run), "--resume", "--quiet", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    journal = records(run)
+    created = [i for i, r in enumerate(journal) if isinstance(r, TrialCreated)]
+    assert any(i > killed_at for i in created), "no trial was made after the resume"
+    from hpcsched.spec import load_spec
+    spec = load_spec(spec_path)
+    for cut in created:
+        sampler = make_sampler(spec.sampler, spec.space, spec.seed, "max")
+        for record in journal[:cut]:
+            sampler.observe(record)
+        assert sampler.config(journal[cut].index) == journal[cut].config, (cut, killed_at)
+
+
+@pytest.mark.torch
+def test_gp_run_is_reproducible_and_leaves_the_random_draws():
+    spec = _spec({"name": "gp", "startup_trials": 4}, deadline=10)
+    a, _ = _simulate(spec, 0)
+    b, _ = _simulate(spec, 0)
+    random_sampler = make_sampler(_spec("random").sampler, spec.space, 0, "max")
+    assert _configs(a) == _configs(b) and len(a.trials) > 8
+    assert any(c != random_sampler.config(i) for i, c in enumerate(_configs(a)))
