@@ -19,6 +19,7 @@ from hpcsched.journal import Journal
 from hpcsched.samplers import ConfigSampler
 from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, FinishReason, Launched, Record, Reported,
                               RunFinished, RunStarted, Running, StopRequested, TrialCreated)
+from hpcsched.scores import ExitOutcome
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial,
                                            Scheduler, Situation, StartTrial, StopTrial)
 from hpcsched.state import LIVE, RunState
@@ -116,7 +117,7 @@ class Controller:
         now = self.clock.now()
         for trial in list(self.state.trials.values()):
             if trial.status in LIVE:
-                self._commit(Exited(now, trial.trial_id, "checkpointed", trial.checkpoint_step, why))
+                self._commit(Exited(now, trial.trial_id, ExitOutcome.CHECKPOINTED, trial.checkpoint_step, why))
 
     def _wind_down(self, give_up_at: float | None = None) -> None:
         """Ask every live trial to checkpoint and exit; wait for them until ``give_up_at``
@@ -256,7 +257,7 @@ class Controller:
                                                reason, trial.launches, self.scheduler.decision_steps()))
         except OSError as exc:  # the launch's files could not be written: this trial fails, its atoms return
             log.error("launch of %s failed: %s", trial_id, exc)
-            self._commit(Exited(self.clock.now(), trial_id, "errored", trial.checkpoint_step,
+            self._commit(Exited(self.clock.now(), trial_id, ExitOutcome.ERRORED, trial.checkpoint_step,
                                 f"could not launch: {exc}"))
             if exc.errno == errno.ENOSPC:
                 raise  # a full disk: the run stops (see abort)

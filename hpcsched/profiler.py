@@ -28,6 +28,7 @@ from typing import Any, Sequence
 import yaml
 
 from hpcsched.errors import UserError
+from hpcsched.scores import ExitOutcome
 
 TRIAL = "p0000"
 
@@ -241,7 +242,7 @@ def measure(executor, atom_ids: Sequence[str], config: dict[str, Any], from_step
             stop_asked = True
         if exit_event is None:
             time.sleep(poll)
-    if exit_event.outcome == "errored":
+    if exit_event.outcome == ExitOutcome.ERRORED:
         raise ProfileFailed(f"{len(atom_ids)} atom(s): the trial failed: {exit_event.error}")
     if len(reports) < steps:
         raise ProfileFailed(f"{len(atom_ids)} atom(s): the trial {exit_event.outcome} after {len(reports)} of "

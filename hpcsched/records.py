@@ -110,7 +110,7 @@ class StopRequested:
 
 @dataclass(frozen=True)
 class Exited:
-    """The trial's process ended; ``outcome``: checkpointed | finished | errored."""
+    """The trial's process ended; ``outcome``: an ``ExitOutcome`` (checkpointed | finished | errored | diverged)."""
 
     t: float
     trial: str

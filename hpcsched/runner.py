@@ -91,7 +91,8 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
     executor = backend.make_executor(ProcessSettings(
         run_dir=run_dir.path, trainable=trainable, max_steps=variant.scheduler.R, metric=spec.metric.name,
         mode=spec.metric.mode, poll_interval=spec.controller.poll_interval, stop_grace=spec.controller.stop_grace,
-        hang_timeout=spec.controller.hang_timeout, verdict_timeout=spec.controller.verdict_timeout),
+        hang_timeout=spec.controller.hang_timeout, verdict_timeout=spec.controller.verdict_timeout,
+        non_finite=spec.metric.non_finite),
         clock)
     atom_ids = executor.atom_ids()
     state = RunState(spec.metric.mode)

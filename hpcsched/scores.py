@@ -23,6 +23,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from enum import Enum
 from typing import Any, TypeGuard, Union
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,22 @@ CHECKPOINT_PREFIX = "step-"
 CHECKPOINT_SUFFIXES = (".pt", ".pkl")
 MAX_LINE_BYTES = 64 * 1024  # a report line is ~150 bytes; metrics may add some
 MAX_ERROR_CHARS = 4000
-EXIT_OUTCOMES = ("finished", "checkpointed", "errored")
+
+
+class ExitOutcome(str, Enum):
+    """How a launch ended, as its exit line and the journal's ``exited`` record say."""
+
+    FINISHED = "finished"  # trained to R
+    CHECKPOINTED = "checkpointed"  # stopped on request after its last checkpoint (pause, resize, deadline)
+    ERRORED = "errored"  # raised, crashed, hung, or wrote what the controller refuses
+    DIVERGED = "diverged"  # reported a NaN or infinite score (metric.non_finite: stop)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+EXIT_OUTCOMES = tuple(outcome.value for outcome in ExitOutcome)
+NON_FINITE_POLICIES = ("stop", "error")  # metric.non_finite: a NaN / inf report ends the launch diverged | errored
 _CHECKPOINT_NAME = re.compile(r"step-(\d{8})\.(pt|pkl)")
 
 
@@ -172,7 +188,7 @@ def parse_line(raw: bytes) -> ScoreLine | BadLine | None:
             return BadLine(launch, f"exit outcome {_show(outcome)} is not one of {', '.join(EXIT_OUTCOMES)}")
         if not _is_int(step):
             return BadLine(launch, f"exit step {_show(step)} is not an integer")
-        return ExitLine(launch, t, outcome, step, str(error)[-MAX_ERROR_CHARS:])
+        return ExitLine(launch, t, ExitOutcome(outcome), step, str(error)[-MAX_ERROR_CHARS:])
     return BadLine(launch, f"unknown kind {_show(kind)}")
 
 

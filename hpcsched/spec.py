@@ -22,6 +22,7 @@ from hpcsched.durations import parse_duration
 from hpcsched.errors import SpecError, shown
 from hpcsched.mode import MODES
 from hpcsched.scaling import Scaling, named_scaling, parse_scaling
+from hpcsched.scores import NON_FINITE_POLICIES
 from hpcsched.samplers import EXTRA_FOR, MODEL_SAMPLERS, SAMPLER_NAMES, SamplerSpec, missing_modules
 from hpcsched.space import Space, parse_space
 
@@ -42,6 +43,7 @@ _ASHA_ONLY = ("atoms_per_trial",)
 class MetricSpec:
     name: str = "score"
     mode: str = "max"  # max | min
+    non_finite: str = "stop"  # a NaN / infinite score: stop (the trial ends as diverged) | error
 
 
 @dataclass(frozen=True)
@@ -382,8 +384,9 @@ def _parse_metric(raw: object, problems: list[str]) -> MetricSpec:
     section = _Section(raw, "metric", problems)
     name = section.take("name", _string, default="score")
     mode = section.take("mode", _one_of(*MODES), default="max")
-    section.reject_unknown(("name", "mode"))
-    return MetricSpec(name or "score", mode or "max")
+    non_finite = section.take("non_finite", _one_of(*NON_FINITE_POLICIES), default=MetricSpec.non_finite)
+    section.reject_unknown(("name", "mode", "non_finite"))
+    return MetricSpec(name or "score", mode or "max", non_finite or MetricSpec.non_finite)
 
 
 def _parse_resources(raw: object, problems: list[str]) -> ResourcesSpec:

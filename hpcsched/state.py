@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from hpcsched.atoms import AtomPool
 from hpcsched.mode import MODES, Mode
+from hpcsched.scores import ExitOutcome
 from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, Launched, Record, Reported,
                               RunFinished, RunStarted, Running, StopRequested, TrialCreated)
 
@@ -216,15 +217,19 @@ class RunState:
         self.atom_pool.release(t.atoms + t.reserved)
         t.last_atoms = t.atoms + t.reserved
         t.atoms, t.reserved = (), ()
-        t.checkpoint_step = max(t.checkpoint_step, r.step) if r.outcome != "errored" else t.checkpoint_step
+        if r.outcome == ExitOutcome.CHECKPOINTED or r.outcome == ExitOutcome.FINISHED:
+            t.checkpoint_step = max(t.checkpoint_step, r.step)
         t.step = max(t.step, r.step)
         t.ended_at = r.t
-        if r.outcome == "errored":
+        if r.outcome == ExitOutcome.ERRORED:
             t.error, t.relaunch_atoms = r.error, 0
             self._set_status(t, "errored")
-        elif r.outcome == "finished" or t.intent == "stop":
+        elif r.outcome == ExitOutcome.DIVERGED:  # never resumed: its earlier checkpoints still count
+            t.error, t.relaunch_atoms = r.error, 0
+            self._set_status(t, "terminated")
+        elif r.outcome == ExitOutcome.FINISHED or t.intent == "stop":
             t.relaunch_atoms = 0
-            self._set_status(t, "completed" if r.outcome == "finished" else "terminated")
+            self._set_status(t, "completed" if r.outcome == ExitOutcome.FINISHED else "terminated")
         else:
             if t.intent == "resize" and t.relaunch_atoms:
                 t.resizes += 1

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator
 
 from hpcsched.mode import Mode
 from hpcsched.rundir import JOURNAL, TRIALS, TrialPaths, privacy_problem
-from hpcsched.scores import (CHECKPOINT_PREFIX, CHECKPOINT_SUFFIXES, ExitLine, ReportLine, ScoresReader,
+from hpcsched.scores import (CHECKPOINT_PREFIX, CHECKPOINT_SUFFIXES, ExitLine, ExitOutcome, ReportLine, ScoresReader,
                              StartedLine, append_line, checkpoint_name, checkpoint_step)
 from hpcsched.verdict import Verdict, read_verdict
 
@@ -43,6 +43,11 @@ class ExitRequested(BaseException):
 
     A BaseException, so a trainable's ``except Exception`` does not swallow it.
     """
+
+
+class Diverged(BaseException):
+    """Raised by ``ctx.report`` for a NaN or infinite score (``metric.non_finite: stop``): the launch
+    ends as diverged, nothing of that step is saved. A BaseException, like ExitRequested."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,7 @@ class TrialLaunch:
     verdict_steps: tuple[int, ...] = ()  # after reporting these steps the chief waits for the verdict
     verdict_every_step: bool = False  # ... or after every step
     verdict_timeout: float = 0.0  # how long it waits at most (0: never)
+    non_finite: str = "stop"  # a NaN / infinite score ends the launch as diverged (stop) or errored (error)
 
     def waits_at(self, step: int) -> bool:
         """Whether the chief waits for the controller's verdict after reporting ``step``."""
@@ -234,7 +240,9 @@ class TrialContext:
             raise ValueError(f"report: step must be an int above the previous step {self._last_step}, got {step!r}")
         score = float(score)
         if not math.isfinite(score):
-            raise ValueError(f"report: score must be a finite number, got {score!r} at step {step}")
+            if self.launch.non_finite == "error":
+                raise ValueError(f"report: score must be a finite number, got {score!r} at step {step}")
+            raise Diverged(f"score {score!r} at step {step}")
         self.ready()
         self._last_step = step
         if self.is_chief:
@@ -354,10 +362,14 @@ def run_trial(launch: TrialLaunch) -> dict[str, Any]:
         train(dict(launch.config), ctx)
     except ExitRequested:
         pass
+    except Diverged as exc:
+        print(f"hpcsched: trial {launch.trial_id}: {exc}; stopped as diverged", file=sys.stderr, flush=True)
+        ctx.write_exit(ExitOutcome.DIVERGED, str(exc))
+        return {"outcome": ExitOutcome.DIVERGED.value, "step": ctx.checkpoint_step, "last_step": ctx._last_step}
     except Exception as exc:
-        ctx.write_exit("errored", "".join(traceback.format_exception(exc)))
+        ctx.write_exit(ExitOutcome.ERRORED, "".join(traceback.format_exception(exc)))
         raise
-    outcome = "checkpointed" if (ctx.stopped or ctx.stop_requested) and ctx._last_step < launch.max_steps \
-        else "finished"
+    outcome = ExitOutcome.CHECKPOINTED if (ctx.stopped or ctx.stop_requested) and ctx._last_step < launch.max_steps \
+        else ExitOutcome.FINISHED
     ctx.write_exit(outcome)
-    return {"outcome": outcome, "step": ctx.checkpoint_step, "last_step": ctx._last_step}
+    return {"outcome": outcome.value, "step": ctx.checkpoint_step, "last_step": ctx._last_step}

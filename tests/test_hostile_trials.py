@@ -246,3 +246,34 @@ def test_recovery_stops_only_processes_that_run_a_launch_of_the_trial(tmp_path):
         for p in (bystander, launch):
             p.kill()
             p.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy, score", [("stop", "nan"), ("stop", "inf"), ("error", "nan")])
+def test_a_diverged_trial_is_stopped_not_errored_and_the_run_goes_on(tmp_path, policy, score):
+    """A NaN or infinite score ends the trial as terminated with the reason (metric.non_finite: stop),
+    its earlier checkpoints kept and its atoms going to the others; with non_finite: error, errored."""
+    spec = write_spec(tmp_path, deadline="25s", metric={"name": "acc", "mode": "max", "non_finite": policy},
+                      space={"quality": {"grid": [0.9, 0.6, 0.3]}, "step_time": 0.05, "diverge_quality": 0.9,
+                             "diverge_at": 4, "diverged_score": score})
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = records(run)
+    diverging = next(r.trial for r in recs if type(r).__name__ == "TrialCreated" and r.config["quality"] == 0.9)
+    ends = [r for r in recs if isinstance(r, Exited) and r.trial == diverging]
+    status = {t["trial"]: t for t in json.loads(hpcsched("status", str(run), "--json").stdout)["trials"]}
+    stderr = TrialPaths.of(run, diverging).launch_log(f"{diverging}-l1", stream="stderr").read_text()
+    if policy == "stop":
+        assert [e.outcome for e in ends][-1] == "diverged"
+        assert ends[-1].error == f"score {float(score)!r} at step 4"
+        assert status[diverging]["status"] == "terminated" and "at step 4" in status[diverging]["error"]
+        assert "Traceback" not in stderr and "stopped as diverged" in stderr
+        assert max(r.step for r in recs if type(r).__name__ == "Reported" and r.trial == diverging) == 3
+    else:
+        assert ends[-1].outcome == "errored" and "finite" in ends[-1].error
+        assert status[diverging]["status"] == "errored"
+    others = [t for trial, t in status.items() if trial != diverging]
+    assert len(others) == 2 and all(t["status"] != "errored" for t in others)
+    assert json.loads((run / "result.json").read_text())["best"]["config"]["quality"] in (0.6, 0.3, 0.9)
+    assert no_trial_processes_left(run)

@@ -32,7 +32,7 @@ from submitit.core import core
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.rundir import RESERVE_BYTES, TrialPaths, launch_id_of
 from hpcsched.schedulers.decisions import DecisionSteps
-from hpcsched.scores import BadLine, ExitLine, ReportLine, ScoresReader, StartedLine, check_report
+from hpcsched.scores import BadLine, ExitLine, ExitOutcome, ReportLine, ScoresReader, StartedLine, check_report
 from hpcsched.trial import STOP_SIGNALS, TrialLaunch, run_trial
 from hpcsched.verdict import Verdict, write_verdict
 
@@ -123,6 +123,7 @@ class ProcessSettings:
     stop_grace: float = 60.0  # after a stop request, how long a trial may take to exit before it is killed
     hang_timeout: float | None = None  # see hang_limit; None: from the measured gaps between lines
     verdict_timeout: float = 10.0  # how long a trial waits for the verdict on a decision step (0: never waits)
+    non_finite: str = "stop"  # metric.non_finite, passed to every launch
 
 
 class ProcessExecutor:
@@ -168,6 +169,7 @@ class ProcessExecutor:
                              verdict_steps=request.decision_steps.steps,
                              verdict_every_step=request.decision_steps.every_step,
                              verdict_timeout=s.verdict_timeout if request.decision_steps != DecisionSteps() else 0.0,
+                             non_finite=s.non_finite,
                              **self.placement(tuple(request.atoms)))
         world = self.world_size(tuple(request.atoms))
         submitter = _Submitter(folder, lambda command: self.spawn(command, launch, folder, world))
@@ -203,7 +205,7 @@ class ProcessExecutor:
             events.extend(self._read_lines(launch, now))
             if launch.bad_line:
                 self._end_processes(launch)
-                events.append(TrialExit(trial_id, now, "errored", launch.checkpoint_step,
+                events.append(TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step,
                                         f"refused its scores file: {launch.bad_line}"))
                 del self._live[trial_id]
                 continue
@@ -221,7 +223,7 @@ class ProcessExecutor:
             if launch.stop_requested_at is None and silent > limit:
                 log.warning("trial %s: no output for %.0f s; killing it as hung", trial_id, silent)
                 self._end_processes(launch)
-                events.append(TrialExit(trial_id, now, "errored", launch.checkpoint_step,
+                events.append(TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step,
                                         f"hung: no output for {silent:.0f} s (controller.hang_timeout); killed"))
                 del self._live[trial_id]
                 continue
@@ -275,7 +277,7 @@ class ProcessExecutor:
         checkpoint_step, step, exit_line = from_step, 0, None  # reports restart after the launch's own start
         for line in ScoresReader(paths.scores, launch_id).read():
             if isinstance(line, BadLine):
-                events.append(TrialExit(trial_id, now, "errored", checkpoint_step,
+                events.append(TrialExit(trial_id, now, ExitOutcome.ERRORED, checkpoint_step,
                                         f"refused its scores file: {line.reason}"))
                 return events
             if isinstance(line, ExitLine):
@@ -283,7 +285,7 @@ class ProcessExecutor:
             elif isinstance(line, ReportLine):
                 bad = check_report(line, step, self.settings.max_steps)
                 if bad is not None:
-                    events.append(TrialExit(trial_id, now, "errored", checkpoint_step,
+                    events.append(TrialExit(trial_id, now, ExitOutcome.ERRORED, checkpoint_step,
                                             f"refused its scores file: {bad.reason}"))
                     return events
                 step = line.step
@@ -292,8 +294,8 @@ class ProcessExecutor:
                 if line.step > last_step:
                     events.append(TrialReport(trial_id, _clamp(line.t, -math.inf, now), line.step, line.score,
                                               line.checkpoint, line.metrics))
-        if exit_line is None or exit_line.outcome == "checkpointed":
-            events.append(TrialExit(trial_id, now, "checkpointed", checkpoint_step))
+        if exit_line is None or exit_line.outcome == ExitOutcome.CHECKPOINTED:
+            events.append(TrialExit(trial_id, now, ExitOutcome.CHECKPOINTED, checkpoint_step))
         else:
             events.append(TrialExit(trial_id, now, exit_line.outcome, checkpoint_step, exit_line.error))
         return events
@@ -385,18 +387,18 @@ class ProcessExecutor:
         trial wrote says how it ended, provided every process exited cleanly."""
         trial_id = launch.request.trial_id
         if launch.killed and launch.stop_requested_at is not None:
-            return TrialExit(trial_id, now, "checkpointed", launch.checkpoint_step)
+            return TrialExit(trial_id, now, ExitOutcome.CHECKPOINTED, launch.checkpoint_step)
         line = launch.exit_line
         # a stop signal repeated while the process was already exiting may end it by that signal
         clean = all(c == 0 or c is not None and -c in STOP_SIGNALS for c in codes)
-        if line is not None and line.outcome != "errored" and clean:
-            return TrialExit(trial_id, now, line.outcome, launch.checkpoint_step)
+        if line is not None and line.outcome != ExitOutcome.ERRORED and clean:
+            return TrialExit(trial_id, now, line.outcome, launch.checkpoint_step, line.error)
         tail = _tail(launch.folder, launch.launch.launch_id)
         if line is not None and line.error:
             error = "\n".join(line.error.strip().splitlines()[-12:])
-            return TrialExit(trial_id, now, "errored", launch.checkpoint_step, error)
+            return TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step, error)
         what = "without saying how it ended" if clean else f"({_describe_codes(codes)})"
-        return TrialExit(trial_id, now, "errored", launch.checkpoint_step, f"process ended {what}{tail}")
+        return TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step, f"process ended {what}{tail}")
 
 
 def hang_limit(configured: float | None, longest_gap: float, started: bool = True) -> float:

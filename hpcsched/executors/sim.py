@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.scaling import Scaling
+from hpcsched.scores import ExitOutcome
 from hpcsched.workloads import Curve, Workload
 
 _START, _STEP, _EXIT = 0, 1, 2
@@ -90,7 +91,7 @@ class SimExecutor:
                 self._continue(trial_id, trial, t, out)
             else:
                 trial.active = False
-                out.append(TrialExit(trial_id, t, "checkpointed", trial.step))
+                out.append(TrialExit(trial_id, t, ExitOutcome.CHECKPOINTED, trial.step))
         return out
 
     def next_wakeup(self, now: float) -> float:
@@ -118,7 +119,7 @@ class SimExecutor:
         if trial.pos >= len(trial.curve.steps):
             trial.active = False
             trial.generation += 1
-            out.append(TrialExit(trial_id, t, "finished", trial.step))
+            out.append(TrialExit(trial_id, t, ExitOutcome.FINISHED, trial.step))
         else:
             self._schedule_step(trial_id, trial, t)
 

@@ -42,6 +42,8 @@ def _train(config, ctx):
         time.sleep(config.get("step_time", 0.05) / (ctx.atoms if config.get("scales", True) else 1))
         state["steps"] += 1
         score = config["quality"] * (1 - math.exp(-step / 4.0))
+        if config.get("diverge_quality") == config["quality"] and step >= config.get("diverge_at", 3):
+            score = float(config.get("diverged_score", "nan"))  # a loss gone to NaN / inf
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         ctx.report(step, score, state=state, steps_done=state["steps"], pid=os.getpid(), atoms=ctx.atoms,
                    cpus=",".join(map(str, cpus)), threads=ctx.threads, world=ctx.world_size,
