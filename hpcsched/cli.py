@@ -40,6 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.add_argument("--watch", type=float, nargs="?", const=2.0, default=None, metavar="SECONDS",
                         help="refresh every SECONDS (default 2) until the run finishes")
+    status.add_argument("-t", "--state", default=None, metavar="STATES",
+                        help="only trials in these statuses, e.g. running,paused (as squeue -t)")
+    status.add_argument("-o", "--format", default=None, metavar="COLUMNS",
+                        help="trial table columns, e.g. trial,status,best,elapsed,nodes (as squeue -o); "
+                             "columns: trial, status, atoms, step, last, best, launches, elapsed, nodes, "
+                             "atom_ids, config, error")
     status.set_defaults(func=cmd_status)
 
     logs = sub.add_parser("logs", help="print what a trial's launch wrote to stdout and stderr")
@@ -82,11 +88,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from hpcsched.status import status_command
+    from hpcsched.status import DEFAULT_FORMAT, parse_format, parse_states, status_command
 
     if args.watch is not None and args.watch <= 0:
         raise UserError(f"--watch: expected a positive number of seconds, got {args.watch}")
-    return status_command(args.run_dir, as_json=args.json, watch=args.watch)
+    states = parse_states(args.state) if args.state is not None else ()
+    columns = parse_format(args.format) if args.format is not None else DEFAULT_FORMAT
+    return status_command(args.run_dir, as_json=args.json, watch=args.watch, states=states, columns=columns)
 
 
 def cmd_logs(args: argparse.Namespace) -> int:

@@ -9,14 +9,70 @@ import sys
 import time
 from typing import Any, TextIO
 
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from hpcsched.atoms import node_of
 from hpcsched.durations import format_duration
+from hpcsched.errors import UserError
 from hpcsched.journal import read_journal
 from hpcsched.result import read_result
 from hpcsched.rundir import RunDir
-from hpcsched.state import RunState
+from hpcsched.state import STATUSES, RunState
 
 _ORDER = {"running": 0, "launching": 1, "stopping": 2, "paused": 3, "completed": 4, "terminated": 5,
           "errored": 6, "created": 7}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the trials table: its header, width and how a trial's entry reads."""
+
+    header: str
+    width: int
+    text: Callable[[dict[str, Any]], str]
+    left: bool = False
+
+
+def _score(value: float | None) -> str:
+    return f"{value:.5g}" if value is not None else "-"
+
+
+COLUMNS = {
+    "trial": Column("trial", 8, lambda t: t["trial"], left=True),
+    "status": Column("status", 10, lambda t: t["status"], left=True),
+    "atoms": Column("atoms", 5, lambda t: str(t["atoms"])),
+    "step": Column("step", 6, lambda t: str(t["step"])),
+    "last": Column("last", 10, lambda t: _score(t["last_score"])),
+    "best": Column("best", 10, lambda t: _score(t["best_score"])),
+    "launches": Column("launches", 8, lambda t: str(t["launches"])),
+    "elapsed": Column("elapsed", 9, lambda t: format_duration(t["elapsed"])),
+    "nodes": Column("nodes", 12, lambda t: ",".join(t["nodes"]) or "-", left=True),
+    "atom_ids": Column("atom ids", 16, lambda t: ",".join(t["atom_ids"]) or "-", left=True),
+    "config": Column("config", 30, lambda t: json.dumps(t["config"], default=str), left=True),
+    "error": Column("error", 0, lambda t: t["error"][:60], left=True),
+}
+DEFAULT_FORMAT = ("trial", "status", "atoms", "step", "last", "best", "launches", "elapsed", "atom_ids", "error")
+
+
+def parse_format(text: str) -> tuple[str, ...]:
+    """``--format trial,status,best``: the columns, each one of COLUMNS (UserError naming a bad one)."""
+    fields = tuple(f.strip() for f in text.split(",") if f.strip())
+    bad = [f for f in fields if f not in COLUMNS]
+    if bad or not fields:
+        raise UserError(f"--format: unknown column {bad[0]!r} in {text!r}; columns: {', '.join(COLUMNS)}" if bad
+                        else f"--format: no columns in {text!r}; columns: {', '.join(COLUMNS)}")
+    return fields
+
+
+def parse_states(text: str) -> tuple[str, ...]:
+    """``--state running,paused``: trial statuses, each one of state.STATUSES (UserError naming a bad one)."""
+    states = tuple(s.strip().lower() for s in text.split(",") if s.strip())
+    bad = [s for s in states if s not in STATUSES]
+    if bad or not states:
+        raise UserError(f"--state: unknown status {bad[0]!r} in {text!r}; valid: {', '.join(STATUSES)}" if bad
+                        else f"--state: no status in {text!r}; valid: {', '.join(STATUSES)}")
+    return states
 
 
 def collect_status(run_dir: RunDir, now: float | None = None) -> dict[str, Any]:
@@ -31,8 +87,9 @@ def collect_status(run_dir: RunDir, now: float | None = None) -> dict[str, Any]:
     for t in sorted(state.trials.values(), key=lambda t: (_ORDER.get(t.status, 9), t.trial_id)):
         trials.append({"trial": t.trial_id, "status": t.status, "atoms": len(t.atoms), "step": t.step,
                        "last_score": t.last_score, "last_metrics": t.last_metrics, "best_score": t.best_score,
-                       "launches": t.launches,
-                       "atom_ids": list(t.atoms), "config": t.config,
+                       "launches": t.launches, "elapsed": t.run_time(now),
+                       "atom_ids": list(t.atoms), "nodes": sorted({node_of(a) for a in t.atoms} - {""}),
+                       "config": t.config,
                        "error": t.error.splitlines()[-1] if t.error else ""})
     result = read_result(run_dir)
     return {
@@ -40,6 +97,8 @@ def collect_status(run_dir: RunDir, now: float | None = None) -> dict[str, Any]:
         "name": started.name if started else None,
         "variant": started.variant if started else None,
         "mode": state.mode,
+        "started_at": started.t if started else None,
+        "elapsed": ((state.finished.t if state.finished else now) - started.t) if started else None,
         "deadline": started.deadline if started else None,
         "time_left": (started.deadline - now) if started else None,
         "finished": state.finished.reason if state.finished else None,
@@ -66,8 +125,9 @@ def _controller_alive(info: dict[str, Any]) -> bool | None:
     return True
 
 
-def render_status(status: dict[str, Any], out: TextIO = sys.stdout) -> None:
-    """The human form of ``collect_status``."""
+def render_status(status: dict[str, Any], out: TextIO = sys.stdout,
+                  columns: Sequence[str] = DEFAULT_FORMAT) -> None:
+    """The human form of ``collect_status``; the trials table shows ``columns`` (names in COLUMNS)."""
     name = status["name"] or "?"
     c = status["controller"]
     if status["finished"]:
@@ -83,7 +143,8 @@ def render_status(status: dict[str, Any], out: TextIO = sys.stdout) -> None:
     if status["deadline"] is not None:
         left = status["time_left"]
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["deadline"]))
-        print(f"  deadline {when} ({'left ' + format_duration(left) if left > 0 else 'passed'})", file=out)
+        left_text = "" if status["finished"] else ("left " + format_duration(left) if left > 0 else "passed") + "; "
+        print(f"  deadline {when} ({left_text}elapsed {format_duration(status['elapsed'])})", file=out)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(status["counts"].items(), key=lambda kv: _ORDER.get(kv[0], 9)))
     print(f"  atoms {status['atoms_in_use']}/{status['atoms_total']} in use | trials: {counts or 'none yet'}", file=out)
     closed = status["exploration_closed_at"]
@@ -95,28 +156,30 @@ def render_status(status: dict[str, Any], out: TextIO = sys.stdout) -> None:
     if result and result.get("best"):
         print(f"  result: {result['best']['checkpoint']}", file=out)
     if status["trials"]:
-        print(f"\n  {'trial':<8} {'status':<10} {'atoms':>5} {'step':>6} {'last':>10} {'best':>10} {'launches':>8}",
-              file=out)
+        table = [COLUMNS[name] for name in columns]
+        print("\n  " + _row(table, [c.header for c in table]), file=out)
         for t in status["trials"]:
-            last = f"{t['last_score']:.5g}" if t["last_score"] is not None else "-"
-            best_t = f"{t['best_score']:.5g}" if t["best_score"] is not None else "-"
-            line = f"  {t['trial']:<8} {t['status']:<10} {t['atoms']:>5} {t['step']:>6} {last:>10} {best_t:>10} " \
-                   f"{t['launches']:>8}"
-            if t["error"]:
-                line += f"  {t['error'][:60]}"
-            print(line, file=out)
+            print("  " + _row(table, [c.text(t) for c in table]), file=out)
 
 
-def status_command(path, as_json: bool = False, watch: float | None = None, out: TextIO = sys.stdout) -> int:
+def _row(table: Sequence[Column], cells: Sequence[str]) -> str:
+    return " ".join(cell.ljust(c.width) if c.left else cell.rjust(c.width) for c, cell in zip(table, cells)).rstrip()
+
+
+def status_command(path, as_json: bool = False, watch: float | None = None, out: TextIO = sys.stdout,
+                   states: Sequence[str] = (), columns: Sequence[str] = DEFAULT_FORMAT) -> int:
+    """Print the run's status (``states``: only trials in these statuses) once, or every ``watch`` s."""
     run_dir = RunDir.existing(path)
     while True:
         status = collect_status(run_dir)
+        if states:
+            status["trials"] = [t for t in status["trials"] if t["status"] in states]
         if as_json:
             print(json.dumps(status, indent=2, default=str), file=out, flush=True)
         else:
             if watch:
                 print("\033[2J\033[H", end="", file=out)
-            render_status(status, out)
+            render_status(status, out, columns)
             out.flush()
         if not watch or status["finished"]:
             return 0

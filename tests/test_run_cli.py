@@ -36,6 +36,18 @@ def test_status_while_running_and_after(tmp_path):
     assert "finished (deadline)" in after.stdout and "result:" in after.stdout
     data = json.loads(hpcsched("status", str(run), "--json").stdout)
     assert data["finished"] == "deadline" and data["result"]["best"]["checkpoint"]
+    assert 0 < data["elapsed"] <= 16 and all(t["elapsed"] >= 0 for t in data["trials"])
+    assert sum(t["elapsed"] for t in data["trials"]) <= 2 * data["elapsed"] + 1  # 2 atoms
+    statuses = {t["status"] for t in data["trials"]}
+    for wanted in statuses:  # -t, as squeue -t: only trials in these statuses, text and JSON alike
+        only = json.loads(hpcsched("status", str(run), "--json", "-t", wanted).stdout)["trials"]
+        assert only and {t["status"] for t in only} == {wanted}
+        assert len(only) == sum(t["status"] == wanted for t in data["trials"])
+    table = hpcsched("status", str(run), "--state", ",".join(sorted(statuses)), "--format", "trial,best,elapsed")
+    header = table.stdout.splitlines().index("  trial          best   elapsed")
+    rows = table.stdout.splitlines()[header + 1:]
+    assert len(rows) == len(data["trials"]) and all(len(row.split()) == 3 for row in rows)
+    assert {row.split()[0] for row in rows} == {t["trial"] for t in data["trials"]}
 
 
 def test_status_of_a_directory_that_is_not_a_run(tmp_path):
@@ -43,6 +55,15 @@ def test_status_of_a_directory_that_is_not_a_run(tmp_path):
     assert proc.returncode == 2 and "not a run directory" in proc.stderr and "Traceback" not in proc.stderr
     proc = hpcsched("status", str(tmp_path / "missing"))
     assert proc.returncode == 2 and "no such run directory" in proc.stderr
+
+
+def test_status_refuses_unknown_states_and_columns(tmp_path):
+    spec = write_spec(tmp_path, deadline="3s")
+    run = tmp_path / "run"
+    assert hpcsched("run", str(spec), "--run-dir", str(run), "--quiet").returncode == 0
+    _bad(tmp_path, "status", str(run), "-t", "running,sleeping", expect="--state: unknown status 'sleeping'")
+    _bad(tmp_path, "status", str(run), "-o", "trial,gpus", expect="--format: unknown column 'gpus'")
+    _bad(tmp_path, "status", str(run), "-o", ",", expect="--format: no columns")
 
 
 def _bad(tmp_path, *args, expect: str):
