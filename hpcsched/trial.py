@@ -100,19 +100,33 @@ def _torch_loaded():
     return sys.modules.get("torch")
 
 
+@dataclass(frozen=True)
+class SelfSaving:
+    """A checkpoint that writes itself: ``write(path)`` saves it as a torch file at ``path``
+    (e.g. Lightning's ``trainer.save_checkpoint``); ``ctx.report(..., state=SelfSaving(...))``
+    still names, syncs and renames it into place atomically."""
+
+    write: Callable[[Path], Any]
+
+
 def save_payload(obj: Any, path_without_suffix: Path) -> Path:
     """Write ``obj`` atomically (temp file + rename); torch.save when torch is in use, else pickle."""
     torch = _torch_loaded()
-    path = path_without_suffix.with_suffix(".pt" if torch is not None else ".pkl")
+    path = path_without_suffix.with_suffix(".pt" if torch is not None or isinstance(obj, SelfSaving) else ".pkl")
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     try:
-        with open(tmp, "wb") as f:
-            if torch is not None:
-                torch.save(obj, f)
-            else:
-                pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
-            f.flush()
-            os.fsync(f.fileno())
+        if isinstance(obj, SelfSaving):
+            obj.write(tmp)
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+        else:
+            with open(tmp, "wb") as f:
+                if torch is not None:
+                    torch.save(obj, f)
+                else:
+                    pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)  # a full disk keeps no half checkpoint
@@ -201,6 +215,12 @@ class TrialContext:
 
     def restore(self) -> Any | None:
         """The state saved with the checkpoint this launch resumes from; None on a fresh start."""
+        path = self.restore_path()
+        return load_payload(path) if path is not None else None
+
+    def restore_path(self) -> Path | None:
+        """The checkpoint file this launch resumes from (checked private); None on a fresh start.
+        For frameworks that load it themselves (``trainer.fit(..., ckpt_path=ctx.restore_path())``)."""
         if self.start_step <= 0:
             return None
         path = find_checkpoint(self.checkpoint_dir, self.start_step)
@@ -208,7 +228,7 @@ class TrialContext:
             raise FileNotFoundError(f"trial {self.trial_id}: no checkpoint for step {self.start_step} "
                                     f"in {self.checkpoint_dir}")
         check_private(Path(self.launch.run_dir), self.trial_dir.parent, self.trial_dir, self.checkpoint_dir, path)
-        return load_payload(path)
+        return path
 
     def ready(self) -> None:
         """Mark setup (and restore) as done: the controller measures startup time up to here."""

@@ -1,0 +1,40 @@
+"""The Lightning callback in real trial processes: report per epoch, pause, resume from the Trainer's checkpoint."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hpcsched.records import Launched, Reported
+from tests.runs import REPO, hpcsched, records, write_spec
+
+pytestmark = [pytest.mark.slow, pytest.mark.torch]
+LIGHTNING_TOY = REPO / "tests" / "trainables" / "lightning_toy.py"
+
+
+def test_a_lightning_trainer_reports_pauses_and_resumes_where_it_stopped(tmp_path):
+    spec = write_spec(tmp_path, trainable=f"{LIGHTNING_TOY}:train", deadline="60s", max_trials=4,
+                      metric={"name": "val_score", "mode": "max"},
+                      space={"lr": {"grid": [0.1, 0.03, 0.01, 0.001]}},
+                      scheduler={"r": 2, "R": 6, "eta": 2},
+                      controller={"poll_interval": 0.1, "stop_margin": 2, "stop_grace": 30})
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet", timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = records(run)
+    reports = [r for r in recs if isinstance(r, Reported)]
+    assert reports and all(r.checkpoint.endswith(".pt") for r in reports)
+    assert all(0 < r.score <= 1 and "val_loss" in r.metrics for r in reports)
+    batches = 4  # 64 samples, batch 16
+    resumed = [r for r in recs if isinstance(r, Launched) and r.reason != "start"]
+    assert any(r.reason == "resume" for r in resumed), "no trial was paused and resumed"
+    for launch in resumed:
+        after = [r for r in reports if r.trial == launch.trial and r.t > launch.t]
+        assert after and after[0].step == launch.from_step + 1  # the next epoch, not the paused one again
+        assert after[0].metrics["global_step"] == batches * after[0].step  # the loop state came back
+    import torch
+    checkpoint = json.loads((run / "result.json").read_text())["best"]["checkpoint"]
+    saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    assert {"state_dict", "optimizer_states", "epoch", "loops"} <= set(saved)
+    assert max(r.step for r in reports) == 6
