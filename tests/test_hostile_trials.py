@@ -12,7 +12,7 @@ import pytest
 from hpcsched.executors.launching import ProcessSettings
 from hpcsched.executors.local import LocalExecutor, LocalResources
 from hpcsched.clock import WallClock
-from hpcsched.records import Exited
+from hpcsched.records import Exited, Launched
 from hpcsched.rundir import TrialPaths
 from hpcsched.scores import (BadLine, ExitLine, ReportLine, ScoresReader, StartedLine, append_line, check_report,
                              format_line, parse_line)
@@ -263,7 +263,8 @@ def test_a_diverged_trial_is_stopped_not_errored_and_the_run_goes_on(tmp_path, p
     diverging = next(r.trial for r in recs if type(r).__name__ == "TrialCreated" and r.config["quality"] == 0.9)
     ends = [r for r in recs if isinstance(r, Exited) and r.trial == diverging]
     status = {t["trial"]: t for t in json.loads(hpcsched("status", str(run), "--json").stdout)["trials"]}
-    stderr = TrialPaths.of(run, diverging).launch_log(f"{diverging}-l1", stream="stderr").read_text()
+    launches = sum(isinstance(r, Launched) and r.trial == diverging for r in recs)  # it ended in its last one
+    stderr = TrialPaths.of(run, diverging).launch_log(f"{diverging}-l{launches}", stream="stderr").read_text()
     if policy == "stop":
         assert [e.outcome for e in ends][-1] == "diverged"
         assert ends[-1].error == f"score {float(score)!r} at step 4"
