@@ -31,6 +31,6 @@ def test_frames_of_a_local_run_match_its_journal_and_report_renders(tmp_path):
     assert best["best_score"] == result["best"]["score"]
     proc = hpcsched("report", str(run_dir))
     assert proc.returncode == 0, proc.stderr
-    for name in ("gantt.png", "scores.png", "usage.png", "summary.md"):
+    for name in ("gantt.png", "scores.png", "usage.png", "allocation.png", "summary.md"):
         path = run_dir / "report" / name
         assert path.exists() and path.stat().st_size > (5000 if name.endswith(".png") else 100)

@@ -50,12 +50,32 @@ def run_dir(tmp_path_factory) -> Path:
 
 def test_report_of_a_run_directory(run_dir):
     files = build_report(run_dir)
-    assert [f.parent for f in files] == [run_dir / "report"] * 4
-    assert_figures(files, ["gantt.png", "scores.png", "usage.png"])
+    assert [f.parent for f in files] == [run_dir / "report"] * 5
+    assert_figures(files, ["gantt.png", "scores.png", "usage.png", "allocation.png"])
     text = (run_dir / "report" / "summary.md").read_text()
     for needle in ("# Run report: small", "## Best", "score = **", "| completed |", "exploration stopped",
                    "![Allocation over time](gantt.png)", "![Scores over time](scores.png)", "finished (deadline)"):
         assert needle in text, needle
+
+
+def test_score_lines_never_join_a_pause_to_its_resume(run_dir):
+    from hpcsched.analysis import load_run
+    from hpcsched.analysis.plots import launch_segments
+
+    run = load_run(run_dir)
+    segments = launch_segments(run)
+    assert len(segments) == len(run.scores) and segments["segment"].nunique() > segments["trial"].nunique()
+    launches = run.allocations
+    resumed = launches[launches["reason"] != "start"]
+    assert len(resumed)  # the small simulated run pauses and resumes trials
+    for _, part in segments.groupby("segment"):
+        assert part["trial"].nunique() == 1
+        mine = launches[launches["trial"] == part["trial"].iloc[0]]["launch_seq"]
+        inside = mine[(mine > part["seq"].min()) & (mine < part["seq"].max())]
+        assert inside.empty, "a line would cross a relaunch"
+    per_trial = segments.groupby("trial")["segment"].nunique()
+    launch_counts = launches.groupby("trial").size()
+    assert (per_trial <= launch_counts.reindex(per_trial.index)).all()
 
 
 def test_report_of_a_simulator_output(tmp_path):
@@ -93,12 +113,12 @@ def test_report_with_trials_without_scores_and_without_trials(tmp_path):
                   [started, TrialCreated(100.0, "t0", 0, {}), Launched(100.0, "t0", ("0",), "start"),
                    Running(101.0, "t0", 1.0)])
     files = build_report(tmp_path / "fresh")
-    assert {f.name for f in files} == {"gantt.png", "scores.png", "usage.png", "summary.md"}
+    assert {f.name for f in files} == {"gantt.png", "scores.png", "usage.png", "allocation.png", "summary.md"}
     assert "No trial has reported a score yet." in (tmp_path / "fresh" / "report" / "summary.md").read_text()
     # a run that has only just started
     write_records(tmp_path / "empty" / "events.jsonl", [started])
     files = build_report(tmp_path / "empty", tmp_path / "empty-report")
-    assert all(f.is_file() for f in files) and len(files) == 4
+    assert all(f.is_file() for f in files) and len(files) == 5
 
 
 def test_not_a_run_is_a_clear_error(tmp_path):
@@ -118,7 +138,8 @@ def test_command_line_entry_points_on_a_lone_journal_file(run_dir, tmp_path, cap
     assert run_report(args) == 0
     printed = capsys.readouterr().out.split()
     out = tmp_path / "seed-0-report"  # the default beside a journal file
-    assert printed == [str(out / n) for n in ("gantt.png", "scores.png", "usage.png", "summary.md")]
+    assert printed == [str(out / n) for n in ("gantt.png", "scores.png", "usage.png", "allocation.png",
+                                              "summary.md")]
     assert_figures([Path(p) for p in printed], ["gantt.png"])
     with pytest.raises(SystemExit):
         parser.parse_args([str(run_dir), "--max-gantt-trials", "0"])

@@ -134,17 +134,24 @@ def plot_gantt(run: Run, max_trials: int = 300, title: str | None = None) -> "Fi
                 handles.append(Line2D([], [], marker=marker, color=color, linestyle="none", label=label))
         shown = [s for s in STATUS_COLORS if s in set(status.loc[rows["trial"]])]
         handles = [Patch(color=STATUS_COLORS[s], label=s) for s in shown] + handles
+        handles.append(Patch(color="#7f7f7f", alpha=0.35, label="startup (pale part of a bar)"))
+        best = run.best_so_far
+        if len(best) and best["trial"].iloc[-1] in set(rows["trial"]):
+            top = best.iloc[-1]
+            row = int(rows.set_index("trial").loc[top["trial"], "row"])
+            ax.scatter([top["elapsed"]], [row], marker="*", s=160, color="gold", edgecolors="black", zorder=4)
+            handles.append(Line2D([], [], marker="*", color="gold", markeredgecolor="black", markersize=11,
+                                  linestyle="none", label=f"best report ({top['trial']}, step {int(top['step'])})"))
         handles += _time_lines(ax, run)
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False,
                   title="final status", title_fontsize=8)
         ax.set_ylim(n_rows - 0.4, -0.6)
-        if n_rows <= 60:
-            ax.set_yticks(rows["row"], rows["trial"], fontsize=7)
-        else:
-            ax.set_yticks([])
+        every = max(1, int(np.ceil(n_rows / 60)))  # at most 60 labels: every k-th trial beyond that
+        ax.set_yticks(rows["row"][::every], rows["trial"][::every], fontsize=7 if every == 1 else 6)
     ax.set_xlim(0, _x_limit(run))
     ax.set_xlabel("time since start (s)")
-    ax.set_ylabel("trial (by first start)")
+    ax.set_ylabel("trial (by first start)" if n_rows <= 60 else
+                  f"trial (by first start; every {int(np.ceil(n_rows / 60))}th labelled)")
     shown_note = f", {n_rows} of {len(run.trials)} trials with the most atom-time" \
         if n_rows < (run.allocations["trial"].nunique() if len(run.allocations) else 0) else ""
     ax.set_title(title or f"{info.name} ({info.variant}, seed {info.seed}): atoms per trial over time; "
@@ -152,66 +159,107 @@ def plot_gantt(run: Run, max_trials: int = 300, title: str | None = None) -> "Fi
     return fig
 
 
+def launch_segments(run: Run) -> pd.DataFrame:
+    """The scores frame with ``segment``: one number per (trial, launch), so a line drawn per
+    segment never joins a pause to the resume (reports are matched to the launch before them)."""
+    scores = run.scores.sort_values("seq", kind="stable")
+    launches = run.allocations[["trial", "launch_seq"]].sort_values("launch_seq", kind="stable")
+    if scores.empty or launches.empty:
+        return scores.assign(segment=pd.Series(np.zeros(len(scores), dtype=np.int64), index=scores.index))
+    matched = pd.merge_asof(scores, launches, left_on="seq", right_on="launch_seq", by="trial",
+                            direction="backward")
+    key = matched["trial"].astype(str) + "/" + matched["launch_seq"].fillna(-1).astype(np.int64).astype(str)
+    return matched.assign(segment=pd.factorize(key)[0]).sort_values(["trial", "seq"], kind="stable")
+
+
 def plot_scores(run: Run, title: str | None = None, max_trials: int = 200) -> "Figure":
-    """Each trial's scores over time (coloured by its final status; beyond the ``max_trials``
-    with the best scores, in light grey) and the best score so far."""
+    """Each trial's scores against its step (left, as Optuna's intermediate values) and against
+    time (right, one line per launch: no line across a pause), coloured by the trial's final
+    status; beyond the ``max_trials`` with the best scores in light grey; the best trial drawn
+    on top in black with its best report starred; on the right the best score so far."""
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
 
-    fig, ax = new_figure(11, 5.5)
+    fig, axes = new_figure(14, 5.5, cols=2)
+    by_step, by_time = axes[0]
     info = run.info
     scores = run.scores
     if scores.empty:
-        ax.text(0.5, 0.5, "no scores reported yet", ha="center", va="center", transform=ax.transAxes)
+        for ax in (by_step, by_time):
+            ax.text(0.5, 0.5, "no scores reported yet", ha="center", va="center", transform=ax.transAxes)
     else:
         status = _status_of(run)
-        ordered = scores.sort_values(["trial", "seq"], kind="stable")
-        trials = ordered["trial"].to_numpy()
-        cuts = np.flatnonzero(trials[1:] != trials[:-1]) + 1
-        points = np.c_[ordered["elapsed"].to_numpy(), ordered["score"].to_numpy()]
-        segments = np.split(points, cuts)
-        owners = trials[np.r_[0, cuts]]
-        colors = [STATUS_COLORS.get(s, "#17becf") for s in status.reindex(owners).fillna("created")]
-        shown = np.arange(len(owners))
-        if len(owners) > max_trials:  # the best max_trials in colour, the others as a grey haze
-            best = run.trials.set_index("trial")["best_score"].reindex(owners).to_numpy()
-            order = np.argsort(-best if info.mode == "max" else best, kind="stable")
-            shown = np.sort(order[:max_trials])
-            ax.add_collection(LineCollection([segments[i] for i in np.sort(order[max_trials:])], colors="#cccccc",
-                                             linewidths=0.5, alpha=0.4, rasterized=True))
-        ax.add_collection(LineCollection([segments[i] for i in shown], colors=[colors[i] for i in shown],
-                                         linewidths=0.8, alpha=0.55))
-        single = [i for i in shown if len(segments[i]) == 1]
-        if single:
-            pts = np.array([segments[i][0] for i in single])
-            ax.scatter(pts[:, 0], pts[:, 1], s=6, c=[colors[i] for i in single], alpha=0.6)
+        ordered = launch_segments(run)
+        best_of = run.trials.set_index("trial")["best_score"]
+        trial_ids = ordered["trial"].unique()
+        if len(trial_ids) > max_trials:  # the best max_trials in colour, the others as a grey haze
+            ranked = best_of.reindex(trial_ids).sort_values(ascending=info.mode != "max", kind="stable")
+            coloured = set(ranked.index[:max_trials])
+        else:
+            coloured = set(trial_ids)
         best = run.best_so_far
+        best_trial = best["trial"].iloc[-1] if len(best) else None
+        for ax, x, group in ((by_step, "step", "trial"), (by_time, "elapsed", "segment")):
+            lines, colors, haze, singles = [], [], [], []
+            for (_, trial), part in ordered.groupby([group, "trial"], sort=False):
+                points = part[[x, "score"]].to_numpy(float)
+                if trial == best_trial:
+                    continue
+                if trial not in coloured:
+                    haze.append(points)
+                elif len(points) == 1:
+                    singles.append((points[0], STATUS_COLORS.get(status.get(trial, "created"), "#17becf")))
+                else:
+                    lines.append(points)
+                    colors.append(STATUS_COLORS.get(status.get(trial, "created"), "#17becf"))
+            if haze:
+                ax.add_collection(LineCollection(haze, colors="#cccccc", linewidths=0.5, alpha=0.4, rasterized=True))
+            ax.add_collection(LineCollection(lines, colors=colors, linewidths=0.8, alpha=0.55))
+            if singles:
+                ax.scatter([p[0] for p, _ in singles], [p[1] for p, _ in singles], s=6,
+                           c=[c for _, c in singles], alpha=0.6)
+            if best_trial is not None:
+                mine = ordered[ordered["trial"] == best_trial]
+                for _, part in mine.groupby(group, sort=False):
+                    ax.plot(part[x], part["score"], color="black", linewidth=1.6, zorder=3)
+                top = best.iloc[-1]
+                at = mine[mine["step"] == top["step"]].iloc[-1]
+                ax.scatter([at[x]], [at["score"]], marker="*", s=180, color="gold", edgecolors="black", zorder=4)
+            points = ordered["score"].to_numpy(float)
+            low, high = np.nanpercentile(points, [1, 100]) if info.mode == "max" \
+                else np.nanpercentile(points, [0, 99])
+            pad = 0.05 * max(high - low, 1e-9)
+            ax.set_ylim(low - pad, high + pad)
+            ax.autoscale_view(scalex=True, scaley=False)
         xs = np.r_[best["elapsed"].to_numpy(), info.last_t - info.start]
         ys = np.r_[best["score"].to_numpy(), best["score"].to_numpy()[-1:]]
-        ax.step(xs, ys, where="post", color="black", linewidth=2, label="best so far")
+        by_time.step(xs, ys, where="post", color="#ff7f0e", linewidth=2, label="best so far")
         last = best.iloc[-1]
-        ax.scatter([last["elapsed"]], [last["score"]], marker="*", s=180, color="gold", edgecolors="black",
-                   zorder=4)
-        ax.annotate(f"{last['trial']} step {int(last['step'])}: {last['score']:.4g}",
-                    (last["elapsed"], last["score"]), textcoords="offset points", xytext=(-10, 10),
-                    ha="right", fontsize=8)
-        low, high = np.nanpercentile(points[:, 1], [1, 100]) if info.mode == "max" \
-            else np.nanpercentile(points[:, 1], [0, 99])
-        pad = 0.05 * max(high - low, 1e-9)
-        ax.set_ylim(low - pad, high + pad)
+        by_time.annotate(f"{last['trial']} step {int(last['step'])}: {last['score']:.4g}",
+                         (last["elapsed"], last["score"]), textcoords="offset points", xytext=(-10, 10),
+                         ha="right", fontsize=8)
         present = [s for s in STATUS_COLORS if s in set(status)]
         handles = [Line2D([], [], color=STATUS_COLORS[s], label=s) for s in present]
-        handles.append(Line2D([], [], color="black", linewidth=2, label="best so far"))
-        handles += _time_lines(ax, run)
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False,
-                  title="trial's final status", title_fontsize=8)
+        if len(trial_ids) > max_trials:
+            handles.append(Line2D([], [], color="#cccccc", label=f"{len(trial_ids) - max_trials} more trials"))
+        handles.append(Line2D([], [], color="black", linewidth=1.6, marker="*", markersize=10,
+                              markerfacecolor="gold", label=f"best trial ({best_trial})"))
+        handles.append(Line2D([], [], color="#ff7f0e", linewidth=2, label="best so far"))
+        handles += _time_lines(by_time, run)
+        by_time.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False,
+                       title="trial's final status", title_fontsize=8)
     if scores.empty:
-        _time_lines(ax, run)
-    ax.set_xlim(0, _x_limit(run))
-    ax.set_xlabel("time since start (s)")
-    ax.set_ylabel(f"{info.metric} ({info.mode})")
-    ax.grid(alpha=0.3)
-    ax.set_title(title or f"{info.name} ({info.variant}, seed {info.seed}): scores over time", fontsize=10)
+        _time_lines(by_time, run)
+    by_time.set_xlim(0, _x_limit(run))
+    by_step.set_xlim(0, max(float(scores["step"].max()) if len(scores) else 1.0, 1.0) * 1.02)
+    by_step.set_xlabel("step (the trainable's unit, e.g. epoch)")
+    by_time.set_xlabel("time since start (s)")
+    for ax in (by_step, by_time):
+        ax.set_ylabel(f"{info.metric} ({'higher' if info.mode == 'max' else 'lower'} is better)")
+        ax.grid(alpha=0.3)
+    by_step.set_title("against step", fontsize=10)
+    by_time.set_title("against time (a line per launch)", fontsize=10)
+    fig.suptitle(title or f"{info.name} ({info.variant}, seed {info.seed}): scores", fontsize=11)
     return fig
 
 
@@ -245,6 +293,56 @@ def plot_usage(run: Run, title: str | None = None) -> "Figure":
     ax.set_xlabel("time since start (s)")
     ax.set_ylabel("atoms in use")
     ax.set_title(title or f"{info.name} ({info.variant}, seed {info.seed}): atoms in use", fontsize=10)
+    return fig
+
+
+def plot_allocation(run: Run, top: int = 8, title: str | None = None) -> "Figure":
+    """Atoms per trial over time, stacked (as the HyperSched paper's allocation figures): the
+    ``top`` trials with the most atom-time in colour, the best trial first and hatched, the
+    rest together in grey."""
+    fig, ax = new_figure(11, 4.5)
+    info = run.info
+    alloc = run.allocations
+    if alloc.empty:
+        ax.text(0.5, 0.5, "no atoms used yet", ha="center", va="center", transform=ax.transAxes)
+    else:
+        ends = alloc["end"].fillna(info.last_t).to_numpy(float)
+        atom_time = pd.Series(alloc["atoms"].to_numpy() * (ends - alloc["start"].to_numpy(float)),
+                              index=alloc["trial"].to_numpy()).groupby(level=0).sum()
+        best = run.best_so_far
+        best_trial = best["trial"].iloc[-1] if len(best) else None
+        leaders = [t for t in atom_time.sort_values(ascending=False, kind="stable").index if t != best_trial]
+        named = ([best_trial] if best_trial is not None else []) + leaders[:max(0, top - (best_trial is not None))]
+        others = "other trials"
+        alloc = alloc.assign(group=np.where(alloc["trial"].isin(named), alloc["trial"], others))
+        curve = usage_curve(alloc, info.start, until=info.last_t, by="group")
+        x = curve["elapsed"].to_numpy()
+        base = np.zeros(len(curve))
+        palette = ["#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#8c564b", "#e377c2", "#7f7f7f",
+                   "#aec7e8", "#98df8a"]
+        for i, group in enumerate([g for g in named if g in curve.columns] + [others]):
+            if group not in curve.columns:
+                continue
+            upper = base + curve[group].to_numpy()
+            is_best = group == best_trial
+            label = f"{group} (best)" if is_best else (f"{group}" if group != others else
+                                                        f"{others} ({atom_time.size - len(named)})")
+            ax.fill_between(x, base, upper, step="post", linewidth=0, label=label,
+                            color="#ff7f0e" if is_best else ("#dddddd" if group == others
+                                                             else palette[i % len(palette)]),
+                            hatch="//" if is_best else None, edgecolor="#a05000" if is_best else None, alpha=0.9)
+            base = upper
+        ax.axhline(info.atoms, color="black", linestyle=":", linewidth=1, label=f"run's atoms ({info.atoms})")
+        _time_lines(ax, run)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False,
+                  title="trials with the most atom-time", title_fontsize=8)
+    ax.set_xlim(0, _x_limit(run))
+    ax.set_ylim(0, max(info.atoms, 1) * 1.12)
+    ax.set_xlabel("time since start (s)")
+    ax.set_ylabel("atoms (GPU or CPU slots)")
+    from matplotlib.ticker import MaxNLocator
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(title or f"{info.name} ({info.variant}, seed {info.seed}): allocation over time", fontsize=10)
     return fig
 
 

@@ -1,6 +1,6 @@
 """``hpcsched report DIR``: PNG figures and a summary.md for a run directory or a simulator output.
 
-    files = build_report("runs/cifar10")              # -> runs/cifar10/report/{gantt,scores,usage}.png, summary.md
+    files = build_report("runs/cifar10")              # -> runs/cifar10/report/{gantt,scores,usage,allocation}.png
     files = build_report("runs/speculative", "/tmp/r") # simulator output: variants compared, one Gantt per variant
 """
 
@@ -52,13 +52,14 @@ def build_report(path: str | Path, out_dir: str | Path | None = None, mode: str 
 
 
 def write_run_report(run: Run, out: Path, max_gantt_trials: int = 300) -> list[Path]:
-    """gantt.png, scores.png, usage.png and summary.md for one run, in ``out``."""
-    from hpcsched.analysis.plots import plot_gantt, plot_scores, plot_usage, save
+    """gantt.png, scores.png, usage.png, allocation.png and summary.md for one run, in ``out``."""
+    from hpcsched.analysis.plots import plot_allocation, plot_gantt, plot_scores, plot_usage, save
 
     out.mkdir(parents=True, exist_ok=True)
     figures = {"gantt.png": ("Allocation over time", lambda: plot_gantt(run, max_gantt_trials)),
                "scores.png": ("Scores over time", lambda: plot_scores(run)),
-               "usage.png": ("Atoms in use", lambda: plot_usage(run))}
+               "usage.png": ("Atoms in use", lambda: plot_usage(run)),
+               "allocation.png": ("Allocation over time, per trial", lambda: plot_allocation(run))}
     files = []
     for name, (_, draw) in figures.items():
         save(draw(), out / name)
