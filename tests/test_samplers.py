@@ -180,3 +180,19 @@ def test_gp_run_is_reproducible_and_leaves_the_random_draws():
     random_sampler = make_sampler(_spec("random").sampler, spec.space, 0, "max")
     assert _configs(a) == _configs(b) and len(a.trials) > 8
     assert any(c != random_sampler.config(i) for i, c in enumerate(_configs(a)))
+
+
+def test_tpe_over_a_conditional_space_is_rebuilt_from_the_journal(tmp_path):
+    space = {"shape": {"choice": ["steep", "flat"]}, "b0": {"loguniform": [0.001, 1.0]},
+             "b1": {"uniform": [0.0, 1.0], "when": {"shape": "steep"}}, "b2": {"uniform": [0.0, 1.0], "step": 0.25}}
+    spec = _spec({"name": "tpe", "startup_trials": 4}, space=space)
+    state, records = _simulate(spec, 5, tmp_path)
+    configs = _configs(state)
+    assert all(("b1" in c) == (c["shape"] == "steep") for c in configs)
+    assert {c["b2"] for c in configs} <= {0.0, 0.25, 0.5, 0.75}
+    created = [i for i, r in enumerate(records) if isinstance(r, TrialCreated)]
+    for cut in created[8::6]:
+        sampler = make_sampler(spec.sampler, spec.space, 5, "max")
+        for record in records[:cut]:
+            sampler.observe(record)
+        assert sampler.config(records[cut].index) == {k: v for k, v in records[cut].config.items() if k != "curve"}

@@ -65,3 +65,42 @@ def test_bad_spaces_name_field_and_value(raw, expected):
     space, problems = _space(raw)
     assert space is None
     assert any(expected in p for p in problems), problems
+
+
+def test_log_integers_steps_and_conditions():
+    space, problems = _space({
+        "batch": {"logint": [16, 1024]}, "width": {"randint": [8, 64], "step": 8},
+        "drop": {"uniform": [0.0, 0.5], "step": 0.1},
+        "optimizer": {"choice": ["sgd", "adam"]},
+        "momentum": {"uniform": [0.8, 0.99], "when": {"optimizer": "sgd"}},
+        "nesterov": {"choice": [True, False], "when": {"optimizer": ["sgd"]}},
+    })
+    assert problems == [] and space.conditional
+    sampler = Sampler(space, 1)
+    configs = [sampler.config(i) for i in range(400)]
+    assert all(isinstance(c["batch"], int) and 16 <= c["batch"] < 1024 for c in configs)
+    batches = np.array([c["batch"] for c in configs])
+    assert np.median(batches) < 200  # log-uniform: as many in 16..128 as in 128..1024
+    assert {c["width"] for c in configs} == {8, 16, 24, 32, 40, 48, 56}
+    assert {round(c["drop"], 6) for c in configs} == {0.0, 0.1, 0.2, 0.3, 0.4}
+    for c in configs:
+        assert ("momentum" in c) == ("nesterov" in c) == (c["optimizer"] == "sgd")
+    assert 100 < sum("momentum" in c for c in configs) < 300
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ({"w": {"randint": [1, 10], "step": 0.5}}, "space.w.step: expected an integer above 0"),
+    ({"w": {"uniform": [0, 1], "step": 2}}, "space.w.step: expected a number above 0 and below high - low (1)"),
+    ({"w": {"choice": [1, 2], "step": 1}}, "space.w.step: only for a range"),
+    ({"w": {"logint": [0, 8]}}, "space.w.logint: low must be > 0"),
+    ({"m": {"uniform": [0, 1], "when": {"opt": "sgd"}}}, "space.m.when.opt: not a parameter defined before 'm'"),
+    ({"opt": {"choice": ["sgd"]}, "m": {"uniform": [0, 1], "when": {"opt": "adam"}}},
+     "space.m.when.opt: 'adam' is not one of ['sgd']"),
+    ({"lr": {"uniform": [0, 1]}, "m": {"uniform": [0, 1], "when": {"lr": 0.5}}},
+     "space.m.when.lr: conditions name a choice, grid or constant parameter"),
+    ({"opt": {"choice": ["a"]}, "g": {"grid": [1, 2], "when": {"opt": "a"}}}, "space.g.when: a grid parameter"),
+    ({"w": {"uniform": [0, 1], "randint": [0, 2]}}, "space.w: expected one of"),
+])
+def test_bad_modifiers_are_named(raw, expected):
+    _, problems = _space(raw)
+    assert any(expected in p for p in problems), problems

@@ -97,9 +97,10 @@ class OptunaSampler:
             at = [step for step in scores if step <= budget]
             if not scores or max(scores) < budget or not at:
                 continue
+            params = self._params_of[trial_id]  # a conditional space: only the parameters it had
             frozen.append(self._optuna.trial.create_trial(
-                state=self._optuna.trial.TrialState.COMPLETE, value=scores[max(at)],
-                params=self._params_of[trial_id], distributions=self._distributions,
+                state=self._optuna.trial.TrialState.COMPLETE, value=scores[max(at)], params=params,
+                distributions={name: self._distributions[name] for name in params},
                 intermediate_values=dict(scores)))
         return frozen
 
@@ -108,26 +109,23 @@ class OptunaSampler:
         seed = int(np.random.SeedSequence([self.seed, 3, index]).generate_state(1)[0])
         if self.name == "gp":
             return samplers.GPSampler(seed=seed, n_startup_trials=self.startup_trials)
-        return samplers.TPESampler(seed=seed, n_startup_trials=self.startup_trials, multivariate=True)
+        return samplers.TPESampler(seed=seed, n_startup_trials=self.startup_trials, multivariate=True,
+                                   group=self.space.conditional)
 
     def _config_from(self, params: dict[str, Any]) -> dict[str, Any]:
-        config: dict[str, Any] = {}
-        for param in self.space.params:
-            if param.kind == "value":
-                config[param.name] = param.values[0]
-            elif param.kind == "choice":
-                config[param.name] = param.values[int(params[param.name])]
-            elif param.kind == "randint":
-                config[param.name] = int(params[param.name])
-            else:
-                config[param.name] = float(params[param.name])
-        return config
+        def value(param: Param) -> Any:
+            proposed = params[param.name]
+            return param.values[int(proposed)] if param.kind == "choice" else param.quantized(proposed)
+
+        return self.space.config_with({}, value)
 
     def _params_from(self, config: dict[str, Any]) -> dict[str, Any] | None:
         """The Optuna parameters of a journalled configuration (None, logged, if it is not of this space)."""
         params: dict[str, Any] = {}
         for param in self._params:
             if param.name not in config:
+                if param.when and not param.active(config):
+                    continue  # a conditional parameter, rightly absent
                 log.warning("sampler %s: a journalled configuration has no %r; the model will not learn from it",
                             self.name, param.name)
                 return None
@@ -148,6 +146,6 @@ def _distribution(param: Param):
 
     if param.kind == "choice":  # by position: Optuna's choices must be plain scalars, ours may be lists
         return CategoricalDistribution(tuple(range(len(param.values))))
-    if param.kind == "randint":
-        return IntDistribution(int(param.low), int(param.high) - 1)
+    if param.kind in ("randint", "logint"):  # a step is applied to the proposal (Param.quantized)
+        return IntDistribution(int(param.low), int(param.high) - 1, log=param.kind == "logint")
     return FloatDistribution(param.low, param.high, log=param.kind == "loguniform")
