@@ -1,4 +1,4 @@
-"""Command line: ``hpcsched simulate | run | status | logs | report | profile``."""
+"""Command line: ``hpcsched simulate | run | check | status | logs | report | profile``."""
 
 from __future__ import annotations
 
@@ -31,9 +31,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=("local", "slurm"), default="local")
     run.add_argument("--deadline", type=positive_duration, default=None, help="e.g. 10m, 2h (overrides the spec)")
     run.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its journal")
+    run.add_argument("--extend", type=positive_duration, default=None, metavar="DURATION",
+                     help="with --resume: this much more time (from the run's deadline, or from now if it passed); "
+                          "continues a finished or expired run")
     run.add_argument("--variant", default=None, help="which of the spec's variants to run")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.set_defaults(func=cmd_run)
+
+    check = sub.add_parser("check", help="pre-flight: the spec, its trainable and the allocation a batch script "
+                                         "asks for, before sbatch (extra arguments are sbatch options)",
+                           usage="hpcsched check SPEC [--sbatch-script FILE] [--variant V] [sbatch options...]")
+    check.add_argument("spec", type=Path)
+    check.add_argument("--sbatch-script", type=Path, default=None,
+                       help="batch script whose #SBATCH lines hold the allocation "
+                            "(e.g. slurm_templates/launch_controller.sh)")
+    check.add_argument("--variant", default=None, help="which of the spec's variants to check")
+    check.set_defaults(func=cmd_check, takes_sbatch_options=True)
 
     status = sub.add_parser("status", help="show a run's trials, atoms, best so far and time left")
     status.add_argument("run_dir", type=Path)
@@ -77,8 +90,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     spec = load_spec(args.spec)
     result = run_experiment(spec, RunOptions(run_dir=args.run_dir, backend=args.backend, deadline=args.deadline,
-                                             resume=args.resume, variant=args.variant, quiet=args.quiet))
+                                             resume=args.resume, variant=args.variant, quiet=args.quiet,
+                                             extend=args.extend))
     return 0 if FinishReason.planned(result.get("reason")) or result.get("best") else 1
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from hpcsched.preflight import CheckOptions, check_experiment
+    from hpcsched.spec import load_spec
+
+    spec = load_spec(args.spec)
+    check_experiment(spec, CheckOptions(variant=args.variant, sbatch_script=args.sbatch_script,
+                                        sbatch_args=tuple(args.sbatch_options),
+                                        in_allocation=bool(os.environ.get("SLURM_JOB_ID"))), sys.stdout)
+    return 0
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -127,7 +152,10 @@ def with_pd_options(action) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "takes_sbatch_options", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.sbatch_options = extra
     try:
         return int(args.func(args) or 0)
     except UserError as exc:

@@ -10,15 +10,16 @@ from __future__ import annotations
 import errno
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from hpcsched.atoms import node_of
 from hpcsched.executors.base import Executor, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.journal import Journal
 from hpcsched.samplers import ConfigSampler
-from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, FinishReason, Launched, Record, Reported,
-                              RunFinished, RunStarted, Running, StopRequested, TrialCreated)
+from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, FinishReason, Launched,
+                              Record, Reported, RunExtended, RunFinished, RunStarted, Running, StopRequested,
+                              TrialCreated)
 from hpcsched.scores import ExitOutcome
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial,
                                            Scheduler, Situation, StartTrial, StopTrial)
@@ -60,10 +61,15 @@ class Controller:
         self.state = state
         self.on_record = on_record
         self.interrupted: str | None = None  # set (e.g. from a signal handler) to wind down now
+        self._interrupt_ends_run = False
 
-    def interrupt(self, reason: str) -> None:
-        """Stop at the next loop turn: checkpoint every trial and finish with ``reason``."""
+    def interrupt(self, reason: str, at_deadline: bool = False) -> None:
+        """Stop at the next loop turn: checkpoint every trial and record that the controller stopped
+        (``reason``); the run is not finished: ``--resume`` or a requeued job goes on with it.
+        ``at_deadline``: the run's end has come early (Slurm's warning before the time limit), so
+        it finishes as at its deadline."""
         self.interrupted = reason
+        self._interrupt_ends_run = at_deadline
 
     # ------------------------------------------------------------ the loop
 
@@ -83,7 +89,7 @@ class Controller:
             if now >= stop_at:
                 break
             if self.interrupted:
-                reason = self.interrupted
+                reason = FinishReason.DEADLINE if self._interrupt_ends_run else self.interrupted
                 break
             acted = self._decide()
             self.executor.decided()  # trials waiting on a report that stopped nothing go on
@@ -93,6 +99,9 @@ class Controller:
             self.journal.sync()
             self.clock.sleep_until(min(self.executor.next_wakeup(now), stop_at))
         self._wind_down(give_up_at=s.deadline if reason == FinishReason.DEADLINE else None)
+        if self.interrupted and reason == self.interrupted and not self._interrupt_ends_run:
+            self._commit(ControllerStopped(self.clock.now(), reason))
+            return self.state
         return self.finish(reason)
 
     def finish(self, reason: str) -> RunState:
@@ -138,6 +147,13 @@ class Controller:
                 break
             wake = self.executor.next_wakeup(now)
             self.clock.sleep_until(min(wake, give_up) if math.isfinite(wake) else give_up)
+
+    def extend(self, deadline: float, by: float) -> None:
+        """Move the run's deadline to ``deadline`` (``--resume --extend``); journaled, so the state,
+        the result and the scheduler all plan to the new one."""
+        previous = self.state.deadline
+        self._commit(RunExtended(self.clock.now(), deadline, by, previous if previous is not None else 0.0))
+        self.settings = replace(self.settings, deadline=deadline)
 
     # ------------------------------------------------------------ resuming
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Union
 
-JOURNAL_VERSION = 1
+JOURNAL_VERSION = 2  # 2: controller_stopped and run_extended records (version 1 journals read as before)
 
 
 class FinishReason(str, Enum):
@@ -144,9 +144,30 @@ class EntranceClosed:
 
 
 @dataclass(frozen=True)
+class ControllerStopped:
+    """The controller stopped before the run ended (a signal: SIGTERM, SIGINT, Slurm's USR1 warning
+    or preemption): every trial was checkpointed, and ``--resume`` (or a requeued job) goes on."""
+
+    t: float
+    reason: str
+    kind: str = field(default="controller_stopped", init=False)
+
+
+@dataclass(frozen=True)
+class RunExtended:
+    """``--resume --extend``: the run goes on to a later deadline (it may have finished or expired)."""
+
+    t: float
+    deadline: float  # the new deadline, absolute, on the run's clock
+    by: float  # seconds asked for (the deadline moved from max(old deadline, t))
+    previous_deadline: float = 0.0
+    kind: str = field(default="run_extended", init=False)
+
+
+@dataclass(frozen=True)
 class RunFinished:
     t: float
-    reason: str  # a FinishReason, or the words of an interrupt or an abort
+    reason: str  # a FinishReason, or the words of an abort (version 1 journals: of an interrupt too)
     best_trial: str | None = None
     best_score: float | None = None
     best_step: int | None = None
@@ -154,12 +175,12 @@ class RunFinished:
 
 
 Record = Union[RunStarted, TrialCreated, Launched, Running, Reported, StopRequested, Exited,
-               ControllerResumed, EntranceClosed, RunFinished]
+               ControllerResumed, EntranceClosed, RunFinished, ControllerStopped, RunExtended]
 
 RECORD_TYPES: dict[str, type] = {
     cls.__dataclass_fields__["kind"].default: cls  # type: ignore[attr-defined]
     for cls in (RunStarted, TrialCreated, Launched, Running, Reported, StopRequested, Exited,
-                ControllerResumed, EntranceClosed, RunFinished)
+                ControllerResumed, EntranceClosed, RunFinished, ControllerStopped, RunExtended)
 }
 _TUPLE_FIELDS = {"atom_ids", "atoms", "extra"}
 _OMITTED_WHEN_EMPTY = {"metrics"}  # written only when there are some (journals stay as small as before)

@@ -50,9 +50,11 @@ def build_result(spec: Spec, variant: str, run_dir: RunDir, state: RunState) -> 
         "resizes": state.resizes, "pauses": state.pauses, "promotions": state.promotions,
         "exploration_closed_at": state.entrance_closed_at,
         "started_at": started.t if started else None,
-        "deadline": started.deadline if started else None,
-        "deadline_iso": iso_time(started.deadline) if started else None,
+        "deadline": state.deadline,
+        "deadline_iso": iso_time(state.deadline) if state.deadline is not None else None,
+        "extended_by": sum(e.by for e in state.extensions),
         "finished_at": finished.t if finished else None,
+        "stopped": state.stopped.reason if state.stopped and not finished else None,
     }
     if best is not None:
         score, trial, path = best

@@ -22,8 +22,8 @@ from hpcsched.durations import format_duration
 from hpcsched.errors import RunDirError, SpecError, UserError
 from hpcsched.executors.launching import ProcessSettings
 from hpcsched.journal import JsonlJournal, read_journal
-from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, FinishReason, Launched, Record, Reported,
-                              RunFinished, RunStarted, StopRequested)
+from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, FinishReason, Launched,
+                              Record, Reported, RunExtended, RunFinished, RunStarted, StopRequested)
 from hpcsched.result import ResultKeeper, build_result, write_result, iso_time
 from hpcsched.rundir import RunDir
 from hpcsched.schedulers import make_scheduler
@@ -41,6 +41,7 @@ class RunOptions:
     resume: bool = False
     variant: str | None = None
     quiet: bool = False
+    extend: float | None = None  # seconds more for a resumed run (from its deadline, or now if that passed)
 
 
 def default_run_dir(spec: Spec) -> Path:
@@ -50,13 +51,8 @@ def default_run_dir(spec: Spec) -> Path:
 
 def run_experiment(spec: Spec, options: RunOptions, out: TextIO = sys.stdout) -> dict[str, Any]:
     """Run (or resume) the experiment to its deadline; return the result written to result.json."""
-    if spec.trainable is None:
-        raise SpecError(["trainable: required for a real run ('path/to/file.py:function' or 'module:function')"],
-                        str(spec.source or spec.name))
     variant = spec.variant(options.variant)
-    base_dir = spec.source.parent if spec.source else Path.cwd()
-    trainable = resolve_reference(spec.trainable, base_dir)
-    check_trainable(trainable)  # fails now, with the reason, rather than in every trial
+    trainable = checked_trainable(spec)
     backend = backend_for(spec, options.backend)  # checks the resources before anything is made
     if backend.max_atoms_per_trial is not None:
         cap = min(backend.max_atoms_per_trial, variant.scheduler.max_atoms_per_trial or backend.max_atoms_per_trial)
@@ -73,13 +69,32 @@ def run_experiment(spec: Spec, options: RunOptions, out: TextIO = sys.stdout) ->
         journal.close()
 
 
+def checked_trainable(spec: Spec) -> str:
+    """The spec's trainable as the trials will load it, checked now rather than in every trial."""
+    if spec.trainable is None:
+        raise SpecError(["trainable: required for a real run ('path/to/file.py:function' or 'module:function')"],
+                        str(spec.source or spec.name))
+    base_dir = spec.source.parent if spec.source else Path.cwd()
+    trainable = resolve_reference(spec.trainable, base_dir)
+    check_trainable(trainable)
+    return trainable
+
+
 def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Backend", run_dir: RunDir,
          records: list[Record], journal: JsonlJournal, out: TextIO) -> dict[str, Any]:
     clock = WallClock()
     started = next((r for r in records if isinstance(r, RunStarted)), None)
     hard_end = backend.ends_at - ALLOCATION_SAFETY if backend.ends_at is not None else None
+    extension: tuple[float, float] | None = None
     if started is not None:
-        deadline = started.deadline if hard_end is None else min(started.deadline, hard_end)
+        current = RunState.replayed(records).deadline or started.deadline
+        if options.extend is not None:
+            wanted = max(current, clock.now()) + options.extend
+            deadline = wanted if hard_end is None else min(wanted, hard_end)
+            if deadline > current:
+                extension = (deadline, options.extend)
+        else:
+            deadline = current if hard_end is None else min(current, hard_end)
         late = clock.now() >= deadline - spec.controller.stop_margin
     else:
         seconds = options.deadline if options.deadline is not None else spec.deadline
@@ -118,16 +133,26 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
     controller = Controller(settings, scheduler, executor, clock, journal, sampler, state, on_record=on_record)
     run_dir.claim(options.backend)
     run_dir.reserve_space()
-    previous = _install_interrupts(controller)
+    previous = _install_interrupts(controller, backend.ends_at)
     try:
+        if extension is not None:
+            controller.extend(*extension)
+            cut = f" (cut to the allocation's end, {iso_time(hard_end)})" if deadline == hard_end else ""
+            progress.say(f"extended {run_dir.path} by {format_duration(options.extend or 0.0)}: deadline "
+                         f"{iso_time(deadline)}{cut}")
+        elif options.extend is not None:
+            progress.say(f"--extend: the allocation ends at {iso_time(backend.ends_at or 0.0)}, before the run's "
+                         f"deadline: not extended")
         if late:  # launch nothing: collect what the trials left, then write the final answer
             progress.say(f"the run's deadline has passed ({iso_time(deadline)}); nothing to resume; "
-                         f"writing result.json from the journal and the trials' files")
-            controller.resume(atom_ids, socket.gethostname(), os.getpid(), relaunch=False)
-            if state.finished is None:
+                         f"writing result.json from the journal and the trials' files. To go on with more time: "
+                         f"hpcsched run {spec.source or 'SPEC'} --run-dir {run_dir.path} --resume --extend 30m")
+            if state.finished is None:  # collect what the trials left (a finished run has nothing to add)
+                controller.resume(atom_ids, socket.gethostname(), os.getpid(), relaunch=False)
                 controller.finish(FinishReason.DEADLINE)
         elif records:
-            progress.say(f"resuming {run_dir.path} (deadline {iso_time(deadline)})")
+            progress.say(f"resuming {run_dir.path} (deadline {iso_time(deadline)}, "
+                         f"{format_duration(deadline - clock.now())} from now)")
             controller.resume(atom_ids, socket.gethostname(), os.getpid())
         else:
             progress.say(f"run {spec.name} [{variant.name}] in {run_dir.path}: {len(atom_ids)} atoms, "
@@ -161,6 +186,8 @@ def _sync_quietly(journal: JsonlJournal) -> None:
 
 
 def _open_run_dir(spec: Spec, options: RunOptions) -> tuple[RunDir, list[Record]]:
+    if options.extend is not None and not options.resume:
+        raise UserError("--extend: only with --resume (a new run takes --deadline)")
     if options.resume:
         if options.run_dir is None:
             raise UserError("--resume needs --run-dir DIR (the run to continue)")
@@ -175,10 +202,12 @@ def _open_run_dir(spec: Spec, options: RunOptions) -> tuple[RunDir, list[Record]
                               f"{started.spec_digest}, this spec's is {spec.digest}); resume it with the spec it "
                               f"was started with ({run_dir.spec_copy})")
         if options.deadline is not None:
-            raise UserError("--deadline: a resumed run keeps the deadline it was started with")
-        finished = [r for r in records if isinstance(r, RunFinished)]
-        if finished and finished[-1].reason == FinishReason.NOTHING_LEFT:
-            raise RunDirError(f"{run_dir.path}: the run already finished ({finished[-1].reason})")
+            raise UserError("--deadline: a resumed run keeps the deadline it was started with; "
+                            "give it more time with --extend (e.g. --extend 30m)")
+        finished = RunState.replayed(records).finished
+        if finished is not None and finished.reason == FinishReason.NOTHING_LEFT and options.extend is None:
+            raise RunDirError(f"{run_dir.path}: the run already finished ({finished.reason}); "
+                              f"--extend DURATION gives it more time")
         return run_dir, records
     run_dir = RunDir.create(options.run_dir or default_run_dir(spec))
     if spec.source is not None and spec.source.exists():
@@ -218,11 +247,20 @@ def backend_for(spec: Spec, backend: str) -> Backend:
 # ---------------------------------------------------------------- interrupts
 
 
-def _install_interrupts(controller: Controller) -> dict[int, Any]:
+TIME_LIMIT_WARNING = 900.0  # a SIGUSR1 this close to the allocation's end is Slurm's --signal warning
+
+
+def _install_interrupts(controller: Controller, allocation_ends_at: float | None) -> dict[int, Any]:
+    """SIGINT, SIGTERM and an early SIGUSR1 (preemption, ``scancel --signal=USR1``) stop the
+    controller, to be resumed; SIGUSR1 near the allocation's time limit ends the run as its deadline."""
     previous = {}
 
     def handler(signum, frame):  # noqa: ARG001
-        controller.interrupt(f"interrupted by {signal.Signals(signum).name}")
+        near_end = allocation_ends_at is not None and allocation_ends_at - controller.clock.now() <= TIME_LIMIT_WARNING
+        if signum == signal.SIGUSR1 and near_end:
+            controller.interrupt("the allocation's time limit is near (SIGUSR1)", at_deadline=True)
+        else:
+            controller.interrupt(f"interrupted by {signal.Signals(signum).name}")
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):  # USR1: SLURM's warning before the time limit
         previous[sig] = signal.signal(sig, handler)
@@ -259,7 +297,7 @@ class Progress:
         c = state.counts
         best = (f"best {state.best_score:.4g} ({state.best_trial}@{state.best_step})"
                 if state.best_score is not None else "best -")
-        left = state.started.deadline - record.t if state.started else 0.0
+        left = state.deadline - record.t if state.deadline is not None else 0.0
         print(f"[+{format_duration(record.t - self._start):>6}] {what:<38} | run {c['running'] + c['launching']} "
               f"stop {c['stopping']} paused {c['paused']} done {c['completed'] + c['terminated']} "
               f"err {c['errored']} | atoms {state.total_atoms - state.free_atoms}/{state.total_atoms} | {best} "
@@ -286,6 +324,10 @@ class Progress:
             return "controller resumed"
         if isinstance(record, RunFinished):
             return f"run finished ({record.reason})"
+        if isinstance(record, ControllerStopped):
+            return f"controller stopped ({record.reason}); --resume goes on"
+        if isinstance(record, RunExtended):
+            return f"deadline extended by {format_duration(record.by)}"
         return None
 
     def summary(self, result: dict[str, Any], run_dir: RunDir) -> None:

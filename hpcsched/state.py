@@ -8,8 +8,8 @@ from typing import Any, Callable
 from hpcsched.atoms import AtomPool
 from hpcsched.mode import MODES, Mode
 from hpcsched.scores import ExitOutcome
-from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, Launched, Record, Reported,
-                              RunFinished, RunStarted, Running, StopRequested, TrialCreated)
+from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, Launched, Record,
+                              Reported, RunExtended, RunFinished, RunStarted, Running, StopRequested, TrialCreated)
 
 LIVE = ("launching", "running", "stopping")  # statuses that hold atoms
 STATUSES = ("created", "launching", "running", "stopping", "paused", "completed", "terminated", "errored")
@@ -79,6 +79,8 @@ class RunState:
         self.mode = Mode(mode)
         self.started: RunStarted | None = None
         self.finished: RunFinished | None = None
+        self.stopped: ControllerStopped | None = None  # the controller stopped (a signal) and has not resumed
+        self.extensions: list[RunExtended] = []
         self.pool: AtomPool | None = None
         self.trials: dict[str, TrialState] = {}
         self.counts: dict[str, int] = {s: 0 for s in STATUSES}
@@ -95,6 +97,7 @@ class RunState:
             Running: self._running, Reported: self._reported, StopRequested: self._stop_requested,
             Exited: self._exited, ControllerResumed: self._controller_resumed,
             EntranceClosed: self._entrance_closed, RunFinished: self._run_finished,
+            ControllerStopped: self._controller_stopped, RunExtended: self._run_extended,
         }
 
     # ------------------------------------------------------------ queries
@@ -102,6 +105,13 @@ class RunState:
     @property
     def live_count(self) -> int:
         return self.counts["launching"] + self.counts["running"] + self.counts["stopping"]
+
+    @property
+    def deadline(self) -> float | None:
+        """The run's deadline: run_started's, or the last extension's."""
+        if self.extensions:
+            return self.extensions[-1].deadline
+        return self.started.deadline if self.started else None
 
     @property
     def free_atoms(self) -> int:
@@ -243,9 +253,17 @@ class RunState:
             raise ValueError("controller resumed while trials were still live")
         self.pool = AtomPool(r.atom_ids)
         self.finished = None
+        self.stopped = None
 
     def _entrance_closed(self, r: EntranceClosed) -> None:
         self.entrance_closed_at = r.t
 
     def _run_finished(self, r: RunFinished) -> None:
         self.finished = r
+
+    def _controller_stopped(self, r: ControllerStopped) -> None:
+        self.stopped = r
+
+    def _run_extended(self, r: RunExtended) -> None:
+        self.extensions.append(r)
+        self.finished = None  # it goes on

@@ -99,9 +99,11 @@ def collect_status(run_dir: RunDir, now: float | None = None) -> dict[str, Any]:
         "mode": state.mode,
         "started_at": started.t if started else None,
         "elapsed": ((state.finished.t if state.finished else now) - started.t) if started else None,
-        "deadline": started.deadline if started else None,
-        "time_left": (started.deadline - now) if started else None,
+        "deadline": state.deadline,
+        "time_left": (state.deadline - now) if state.deadline is not None else None,
+        "extended_by": sum(e.by for e in state.extensions),
         "finished": state.finished.reason if state.finished else None,
+        "stopped": state.stopped.reason if state.stopped and not state.finished else None,
         "controller": {"alive": alive, **controller},
         "atoms_total": state.total_atoms, "atoms_in_use": state.total_atoms - state.free_atoms,
         "counts": {k: v for k, v in state.counts.items() if v},
@@ -134,8 +136,9 @@ def render_status(status: dict[str, Any], out: TextIO = sys.stdout,
         who = f"finished ({status['finished']})"
     elif c.get("alive") is True:
         who = f"controller running (pid {c.get('pid')} on {c.get('host')})"
-    elif c.get("alive") is False:
-        who = "controller not running (resume with: hpcsched run SPEC --run-dir DIR --resume)"
+    elif c.get("alive") is False or status["stopped"]:
+        why = f"controller stopped ({status['stopped']})" if status["stopped"] else "controller not running"
+        who = f"{why}; resume with: hpcsched run SPEC --run-dir DIR --resume"
     else:
         who = f"controller on {c.get('host', '?')} (pid {c.get('pid', '?')}; not checkable from here)"
     print(f"run {name} [{status['variant']}]  {status['run_dir']}", file=out)
@@ -144,7 +147,8 @@ def render_status(status: dict[str, Any], out: TextIO = sys.stdout,
         left = status["time_left"]
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["deadline"]))
         left_text = "" if status["finished"] else ("left " + format_duration(left) if left > 0 else "passed") + "; "
-        print(f"  deadline {when} ({left_text}elapsed {format_duration(status['elapsed'])})", file=out)
+        extended = f"extended by {format_duration(status['extended_by'])}; " if status["extended_by"] else ""
+        print(f"  deadline {when} ({extended}{left_text}elapsed {format_duration(status['elapsed'])})", file=out)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(status["counts"].items(), key=lambda kv: _ORDER.get(kv[0], 9)))
     print(f"  atoms {status['atoms_in_use']}/{status['atoms_total']} in use | trials: {counts or 'none yet'}", file=out)
     closed = status["exploration_closed_at"]

@@ -1,30 +1,64 @@
 #!/bin/bash
 # hpcsched controller job: holds the allocation, runs one hyperparameter search in it until the
-# time limit, launching each trial as an srun step. Submit from the repository (or set HPCSCHED):
+# time limit, launching each trial as an srun step. Check, then submit, from the repository:
 #
-#   sbatch --export=ALL,SPEC=experiments/cifar10/cifar10-1800s.yaml slurm_templates/launch_controller.sh
+#   hpcsched check experiments/cifar10/cifar10-1800s.yaml --variant hypersched --sbatch-script slurm_templates/launch_controller.sh
+#   sbatch --export=ALL,SPEC=experiments/cifar10/cifar10-1800s.yaml,VARIANT=hypersched slurm_templates/launch_controller.sh
 #
-# Lines marked EDIT are the ones to adapt; the rest is what the controller needs.
+# Variables (sbatch --export=ALL,NAME=value,...): SPEC (required), VARIANT (when the spec has several),
+# RUN_DIR (default runs/<job name>), EXTEND (more time for a resubmitted run, e.g. 30m), HPCSCHED
+# (the hpcsched executable), VENV (the virtual environment to activate; default ./.venv).
+# Submitting again with the same RUN_DIR continues the search; add EXTEND=30m if its deadline passed.
+# Stop early, keeping every checkpoint:  scancel --signal=USR1 -b JOBID  (the controller winds down).
+# Needs Slurm >= 21.08 (srun --exact) and bash >= 4.2.
+#
+# Lines marked EDIT are the ones to adapt; `hpcsched check ... --sbatch-script` compares them with the spec.
 #SBATCH --job-name=hpcsched            # EDIT: name of the search (also the default run directory)
 #SBATCH --nodes=2                      # EDIT: nodes of the allocation
 #SBATCH --gpus-per-node=4              # EDIT: GPUs per node (an atom is resources.gpus_per_atom of them)
 #SBATCH --ntasks-per-node=4            # EDIT: = GPUs per node, so every concurrent step gets CPUs
-#SBATCH --cpus-per-task=1              # EDIT: CPUs per GPU (resources.cpus_per_atom per atom)
-#SBATCH --mem=0                        # all memory of the nodes; steps get resources.mem_per_atom each
-#SBATCH --time=01:00:00                # EDIT: the deadline: the search ends before this time limit
+#SBATCH --cpus-per-task=4              # EDIT: CPUs per GPU (at least resources.cpus_per_atom)
+#SBATCH --mem=0                        # EDIT: 0 = all memory of whole nodes; on shared nodes ask for
+#                                      #   resources.mem_per_atom x GPUs per node + ~2G for the controller
+#SBATCH --time=01:00:00                # EDIT: the deadline: the search ends 30 s before this time limit
 #SBATCH --signal=B:USR1@120            # warn the controller 120 s ahead: it checkpoints every trial
 #SBATCH --requeue                      # after preemption or node failure, restart and resume
 #SBATCH --output=%x-%j.out             # the controller's progress lines
 #SBATCH --open-mode=append             # a requeued job appends to it: the first attempt's lines stay
+# Site-specific lines: remove the first '#' of those your cluster needs.
+##SBATCH --partition=gpu                # EDIT: the GPU partition (sinfo -s)
+##SBATCH --account=myproject            # EDIT: the project charged (sacctmgr show assoc user=$USER)
+##SBATCH --qos=normal                   # EDIT: a QoS whose limits allow --time and the GPUs
+##SBATCH --constraint=a100              # EDIT: a node feature, e.g. one GPU type for every trial
 
-set -euo pipefail
-SPEC=${SPEC:?set SPEC=path/to/experiment.yaml (sbatch --export=ALL,SPEC=...)}   # EDIT or pass SPEC
+set -eo pipefail
+# The environment hpcsched is installed in. EDIT: the default activates ./.venv (the README's install);
+# for modules or conda, replace these lines, e.g.
+#   module load python/3.11 && source ~/envs/hpcsched/bin/activate
+#   source ~/miniconda3/etc/profile.d/conda.sh && conda activate hpcsched
+VENV=${VENV:-.venv}
+if [[ -z ${HPCSCHED:-} && -f $VENV/bin/activate ]]; then
+    source "$VENV/bin/activate"
+fi
+set -u  # after the activation: conda's scripts read unset variables
+
+SPEC=${SPEC:?set SPEC=path/to/experiment.yaml (sbatch --export=ALL,SPEC=...)}
 RUN_DIR=${RUN_DIR:-runs/${SLURM_JOB_NAME}}     # shared storage, visible from every node; keep it for resume
-HPCSCHED=${HPCSCHED:-hpcsched}                 # e.g. /path/to/.venv/bin/hpcsched
+HPCSCHED=${HPCSCHED:-hpcsched}
 
-# A requeued or resubmitted job continues the search in the same run directory.
-resume=()
-if [[ -f "$RUN_DIR/events.jsonl" ]]; then resume=(--resume); fi
+variant=()
+if [[ -n ${VARIANT:-} ]]; then variant=(--variant "$VARIANT"); fi
+
+# The pre-flight check against the allocation this job really got: exit 2 with the field named.
+"$HPCSCHED" check "$SPEC" ${variant[@]+"${variant[@]}"}
+
+# A requeued or resubmitted job continues the search in the same run directory; EXTEND gives a
+# resubmitted run more time (only on the first attempt: a requeue does not extend it again).
+args=(run "$SPEC" --backend slurm --run-dir "$RUN_DIR" ${variant[@]+"${variant[@]}"})
+if [[ -f $RUN_DIR/events.jsonl ]]; then
+    args+=(--resume)
+    if [[ -n ${EXTEND:-} && ${SLURM_RESTART_COUNT:-0} == 0 ]]; then args+=(--extend "$EXTEND"); fi
+fi
 
 # exec: the controller replaces this shell, so the USR1 warning (B:) reaches it.
-exec "$HPCSCHED" run "$SPEC" --backend slurm --run-dir "$RUN_DIR" "${resume[@]}"
+exec "$HPCSCHED" "${args[@]}"

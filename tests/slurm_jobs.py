@@ -12,9 +12,10 @@ TEMPLATE = REPO / "slurm_templates" / "launch_controller.sh"
 HPCSCHED = str(Path(sys.executable).parent / "hpcsched")
 
 
-def sbatch(spec: Path, run_dir: Path, name: str, *extra: str) -> str:
-    """Submit the template; return the job id."""
-    out = subprocess.run(["sbatch", "--parsable", f"--export=ALL,SPEC={spec},RUN_DIR={run_dir},HPCSCHED={HPCSCHED}",
+def sbatch(spec: Path, run_dir: Path, name: str, *extra: str, export: str = "") -> str:
+    """Submit the template (``export``: more NAME=value,... for it); return the job id."""
+    variables = f"ALL,SPEC={spec},RUN_DIR={run_dir},HPCSCHED={HPCSCHED}" + (f",{export}" if export else "")
+    out = subprocess.run(["sbatch", "--parsable", f"--export={variables}",
                           f"--job-name={name}", f"--output={run_dir.parent}/{name}-%j.out", *extra, str(TEMPLATE)],
                          capture_output=True, text=True, check=True, cwd=REPO)
     return out.stdout.strip().split(";")[0]

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsched.records import (ControllerResumed, Exited, Launched, Reported, RunFinished, RunStarted, StopRequested,
-                              TrialCreated)
+from hpcsched.records import (ControllerResumed, ControllerStopped, Exited, Launched, Reported, RunExtended,
+                              RunFinished, RunStarted, StopRequested, TrialCreated)
 from tests.runs import hpcsched, no_trial_processes_left, records, reports, start, wait_for, write_spec
 
 pytestmark = pytest.mark.slow
@@ -86,8 +86,12 @@ def test_interrupt_then_resume_relaunches_what_was_running(tmp_path):
     out, _ = controller.communicate(timeout=60)
     assert controller.returncode == 0, out
     interrupted = json.loads((run / "result.json").read_text())
-    assert interrupted["reason"] == "interrupted by SIGINT" and interrupted["best"]["checkpoint"]
+    assert interrupted["reason"] == "unfinished" and interrupted["stopped"] == "interrupted by SIGINT"
+    assert interrupted["best"]["checkpoint"] and "controller stopped (interrupted by SIGINT)" in out
     before = records(run)
+    assert isinstance(before[-1], ControllerStopped) and not any(isinstance(r, RunFinished) for r in before)
+    status = hpcsched("status", str(run))
+    assert "controller stopped (interrupted by SIGINT); resume with" in status.stdout
     stopped = {r.trial for r in before if isinstance(r, StopRequested) and r.intent == "deadline"}
     assert stopped == {"t0000", "t0001"}
     proc = hpcsched("run", str(spec), "--run-dir", str(run), "--resume", "--quiet", timeout=120)
@@ -99,6 +103,50 @@ def test_interrupt_then_resume_relaunches_what_was_running(tmp_path):
         last = [r for r in before if isinstance(r, Exited) and r.trial == trial][-1]
         assert launch.from_step == last.step > 0
     assert json.loads((run / "result.json").read_text())["reason"] == "deadline"
+    assert sum(isinstance(r, RunFinished) for r in records(run)) == 1  # one run, stopped once, finished once
+
+
+def test_extend_continues_an_expired_run(tmp_path):
+    spec = write_spec(tmp_path, deadline="8s", scheduler={"r": 5000, "R": 10000},
+                      space={"quality": {"grid": [0.9, 0.5]}, "step_time": 0.1})
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = records(run)
+    old_deadline = next(r for r in first if isinstance(r, RunStarted)).deadline
+    assert isinstance(first[-1], RunFinished) and first[-1].reason == "deadline"
+    stopped = {r.trial: r.step for r in first if isinstance(r, Exited)}
+    assert set(stopped) == {"t0000", "t0001"} and min(stopped.values()) > 0
+
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--resume", timeout=60)  # too late, no more time
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "nothing to resume" in proc.stdout and "--resume --extend 30m" in proc.stdout
+    assert records(run) == first  # nothing recorded: the run had already finished
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--extend", "5s")
+    assert proc.returncode == 2 and "--extend: only with --resume" in proc.stderr
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--resume", "--deadline", "5m")
+    assert proc.returncode == 2 and "--extend" in proc.stderr
+
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--resume", "--extend", "6s", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "extended" in proc.stdout and "by 6s" in proc.stdout
+    after = records(run)
+    assert after[: len(first)] == first
+    (extended,) = [r for r in after if isinstance(r, RunExtended)]
+    assert extended.by == 6 and extended.previous_deadline == old_deadline
+    assert extended.deadline == pytest.approx(extended.t + 6, abs=0.5)  # from now: the old deadline had passed
+    relaunched = {r.trial: r.from_step for r in after[len(first):] if isinstance(r, Launched)}
+    assert relaunched == stopped  # the trials go on from where the deadline stopped them
+    for trial, step in stopped.items():
+        assert max(line["step"] for line in reports(run, trial)) > step
+    assert isinstance(after[-1], RunFinished) and after[-1].reason == "deadline"
+    assert after[-1].t <= extended.deadline + 1
+    result = json.loads((run / "result.json").read_text())
+    assert result["reason"] == "deadline" and result["deadline"] == extended.deadline
+    assert result["extended_by"] == 6 and Path(result["best"]["checkpoint"]).exists()
+    status = json.loads(hpcsched("status", str(run), "--json").stdout)
+    assert status["deadline"] == extended.deadline and status["extended_by"] == 6
+    assert status["finished"] == "deadline"
 
 
 def test_twenty_sigkills_at_random_moments_lose_nothing(tmp_path):

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import sys
 from itertools import combinations
 from pathlib import Path
 
 import pytest
 
-from hpcsched.records import (ControllerResumed, Exited, Launched, Reported, RunStarted, StopRequested)
-from tests.runs import pause_lags, records, wait_for, write_spec
-from tests.slurm_jobs import controller_log, sbatch, steps, wait_job
+from hpcsched.records import (ControllerResumed, ControllerStopped, Exited, Launched, Reported, RunExtended,
+                              RunFinished, RunStarted, StopRequested, TrialCreated)
+from tests.runs import REPO, no_trial_processes_left, pause_lags, records, reports, wait_for, write_spec
+from tests.slurm_jobs import controller_log, job_state, sbatch, steps, wait_job
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -113,18 +117,34 @@ def test_scancel_of_one_step_errors_that_trial_and_the_run_goes_on(tmp_path):
     assert json.loads((run / "result.json").read_text())["best"] is not None
 
 
-def test_killed_controller_job_resumes_when_resubmitted(tmp_path):
-    spec = write_spec(tmp_path, deadline="100s", max_trials=6, **GPU_TOY,
+def _six_trials(tmp_path: Path, deadline: str, R: int) -> Path:
+    return write_spec(tmp_path, deadline=deadline, max_trials=6, **GPU_TOY,
                       space={"quality": {"grid": [0.9, 0.7, 0.5, 0.3, 0.2, 0.1]}, "step_time": 0.4},
-                      scheduler={"R": 40},
+                      scheduler={"R": R},
                       controller={"poll_interval": 0.2, "stop_margin": 5, "stop_grace": 15})
-    run = tmp_path / "run"
-    first = sbatch(spec, run, "killed", "--time=5")
+
+
+def _submit_until_reports(spec: Path, run: Path, name: str, reports_wanted: int) -> str:
+    """Submit the template; return its job id once the run journaled this many reports."""
+    job = sbatch(spec, run, name, "--time=5")
     assert wait_for(lambda: (run / "events.jsonl").exists() and
-                    sum(isinstance(r, Reported) for r in records(run)) >= 15, timeout=150)
-    subprocess.run(["scancel", "--signal=KILL", "--full", first], check=True)  # as a node failure: no goodbye
+                    sum(isinstance(r, Reported) for r in records(run)) >= reports_wanted, timeout=150)
+    return job
+
+
+def test_killed_controller_job_resumes_when_resubmitted(tmp_path):
+    spec = _six_trials(tmp_path, deadline="100s", R=40)
+    run = tmp_path / "run"
+    first = _submit_until_reports(spec, run, "killed", 15)
+    controller = json.loads((run / "controller.json").read_text())
+    assert controller["slurm_job_id"] == first
+    os.kill(controller["pid"], signal.SIGKILL)  # kill -9 of the controller inside the allocation: no goodbye
     wait_job(first, timeout=120)
+    # the job ended with its batch step: Slurm ended every trial step, nothing keeps GPUs
+    assert not steps(first)
+    assert wait_for(lambda: no_trial_processes_left(run), timeout=30)
     before = records(run)
+    assert not any(isinstance(r, (RunFinished, ControllerStopped)) for r in before)
     deadline = next(r for r in before if isinstance(r, RunStarted)).deadline
     second = sbatch(spec, run, "resumed", "--time=5")
     wait_job(second, timeout=300)
@@ -135,6 +155,8 @@ def test_killed_controller_job_resumes_when_resubmitted(tmp_path):
     assert next(r for r in after if isinstance(r, RunStarted)).deadline == deadline
     result = json.loads((run / "result.json").read_text())
     assert Path(result["best"]["checkpoint"]).exists() and result["deadline"] == deadline
+    resumed = next(r for r in after if isinstance(r, ControllerResumed))
+    assert len(resumed.atom_ids) == 8  # the new job has every atom: no orphaned step holds one
     relaunched = [r for r in after[len(before):] if isinstance(r, Launched) and r.reason == "recover"]
     assert relaunched
     for launch in relaunched:  # each continues from the checkpoint it had, not from scratch
@@ -142,3 +164,110 @@ def test_killed_controller_job_resumes_when_resubmitted(tmp_path):
                  (run / "trials" / launch.trial / "scores.jsonl").read_text().splitlines()
                  if '"checkpoint"' in line and json.loads(line)["t"] <= launch.t]
         assert launch.from_step == max(saved, default=0)
+
+
+def _no_trial_doubled_or_lost(run: Path, recs) -> None:
+    created = [r.trial for r in recs if isinstance(r, TrialCreated)]
+    assert len(created) == len(set(created))
+    for trial in created:
+        assert not (run / "trials" / trial / "VIOLATION").exists(), f"{trial} ran twice at once"
+        lines = reports(run, trial)
+        assert all(line["metrics"]["steps_done"] == line["step"] for line in lines)  # from its checkpoint
+    live = {}
+    for r in recs:  # every launch ended with an exit: no trial left behind
+        if isinstance(r, Launched):
+            live[r.trial] = r
+        elif isinstance(r, Exited):
+            live.pop(r.trial, None)
+    assert not live, live
+
+
+def test_requeue_keeps_the_first_attempts_output_and_finishes_once(tmp_path):
+    spec = _six_trials(tmp_path, deadline="70s", R=60)
+    run = tmp_path / "run"
+    job = _submit_until_reports(spec, run, "requeue", 10)
+    first_log = controller_log(run, "requeue", job)
+    subprocess.run(["scontrol", "requeue", job], check=True)
+    # Slurm holds a requeued job (PENDING, reason BeginTime) for about two minutes; start it now
+    assert wait_for(lambda: job_state(job) == "PENDING", timeout=60)
+    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)
+    wait_job(job, timeout=300)
+    log = controller_log(run, "requeue", job)
+    assert log.startswith(first_log.splitlines()[0]) and first_log.splitlines()[1] in log  # appended, not lost
+    assert "resuming" in log, log[-3000:]
+    recs = records(run)
+    assert sum(isinstance(r, RunFinished) for r in recs) == 1 and isinstance(recs[-1], RunFinished), log[-3000:]
+    assert recs[-1].reason in ("deadline", "nothing left to run")
+    assert any(isinstance(r, ControllerResumed) for r in recs)
+    _no_trial_doubled_or_lost(run, recs)
+    result = json.loads((run / "result.json").read_text())
+    assert result["reason"] == recs[-1].reason and Path(result["best"]["checkpoint"]).exists()
+
+
+def test_resubmitting_with_extend_continues_an_expired_run(tmp_path):
+    spec = write_spec(tmp_path, deadline="25s", max_trials=3, **GPU_TOY,
+                      space={"quality": {"grid": [0.9, 0.7, 0.5]}, "step_time": 0.3},
+                      scheduler={"r": 5000, "R": 10000},
+                      controller={"poll_interval": 0.2, "stop_margin": 3, "stop_grace": 15})
+    run = tmp_path / "run"
+    first = sbatch(spec, run, "expire", "--time=5")
+    wait_job(first, timeout=200)
+    before = records(run)
+    assert isinstance(before[-1], RunFinished) and before[-1].reason == "deadline", controller_log(run, "expire", first)
+    steps_before = {r.trial: r.step for r in before if isinstance(r, Exited)}
+    second = sbatch(spec, run, "extended", "--time=5", export="EXTEND=20s")
+    wait_job(second, timeout=200)
+    log = controller_log(run, "extended", second)
+    after = records(run)
+    assert after[: len(before)] == before
+    (extended,) = [r for r in after if isinstance(r, RunExtended)]
+    assert extended.by == 20 and "extended" in log, log[-3000:]
+    relaunched = {r.trial: r.from_step for r in after[len(before):] if isinstance(r, Launched)}
+    assert relaunched == steps_before  # every trial went on from where the deadline stopped it
+    assert isinstance(after[-1], RunFinished) and after[-1].reason == "deadline"
+    assert after[-1].t <= extended.deadline + 1
+    assert json.loads((run / "result.json").read_text())["deadline"] == extended.deadline
+    _no_trial_doubled_or_lost(run, after)
+
+
+@pytest.mark.torch
+def test_gloo_all_reduce_across_both_nodes_with_rank_0_where_master_addr_points(tmp_path):
+    """Through the real SlurmExecutor: an even split whose first atom is on the second node, and an
+    uneven one; rank 0 runs on the first atom's node, MASTER_ADDR names it, the ranks meet there."""
+    run = tmp_path / "run"
+    layouts = ["node2:0,node2:1,node1:0,node1:1", "node1:0,node1:1,node1:2,node2:0"]
+    out = subprocess.run(["sbatch", "--parsable", "--nodes=2", "--gpus-per-node=4", "--ntasks-per-node=4",
+                          "--mem=0", "--time=5", f"--output={tmp_path}/allreduce-%j.out", f"--chdir={REPO}",
+                          "--wrap", " ".join([sys.executable, "tests/slurm_allreduce_driver.py", str(run), *layouts])],
+                         capture_output=True, text=True, check=True)
+    job = out.stdout.strip().split(";")[0]
+    wait_job(job, timeout=300)
+    exits = json.loads((run / "exits.json").read_text())
+    assert exits == {"t0001": {"outcome": "finished", "step": 2, "error": ""},
+                     "t0002": {"outcome": "finished", "step": 2, "error": ""}}
+    for number, layout in enumerate(layouts, start=1):
+        atoms = layout.split(",")
+        trial = f"t{number:04d}"
+        ranks = sorted((json.loads(p.read_text()) for p in (run / "trials" / trial).glob("allreduce-*.json")),
+                       key=lambda r: r["rank"])
+        assert [r["node"] for r in ranks] == [a.split(":")[0] for a in atoms]  # rank i on atom i's node
+        assert {r["master_addr"] for r in ranks} == {atoms[0].split(":")[0]}
+        assert [r["sum"] for r in ranks] == [10.0] * 4 and {r["backend"] for r in ranks} == {"gloo"}
+
+
+def test_the_readme_slurm_commands_as_printed():
+    """The check passes, and Slurm accepts the submission line and the template's header as they are."""
+    import re
+    import shlex
+
+    text = (REPO / "README.md").read_text()
+    section = text.split("## On a SLURM cluster", 1)[1].split("\n## ", 1)[0]
+    lines = re.search(r"```sh\n(.*?)```", section, flags=re.S).group(1).splitlines()
+    check = next(line for line in lines if line.startswith("hpcsched check"))
+    submit = next(line for line in lines if line.startswith("sbatch"))
+    hpcsched_bin = str(Path(sys.executable).parent / "hpcsched")
+    proc = subprocess.run([hpcsched_bin, *shlex.split(check)[1:]], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0 and "ready to submit" in proc.stdout, proc.stdout + proc.stderr
+    words = shlex.split(submit)
+    proc = subprocess.run(["sbatch", "--test-only", *words[1:]], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0 and "to start at" in proc.stderr, proc.stderr  # 2 nodes x 4 GPUs, 16 CPUs each

@@ -40,8 +40,13 @@ def test_atoms_carved_from_the_allocation():
     r = slurm_resources(ALLOC, "auto", "auto", 1, "", True)
     assert r.atoms == 8 and r.gpus_per_atom == 1 and r.mem_per_atom_mb == 2000
     assert r.atoms_per_node == (("node1", 4), ("node2", 4)) and r.max_atoms_per_trial is None
-    r = slurm_resources(ALLOC, 6, 1, 1, "3G", False)
-    assert r.atoms_per_node == (("node1", 4), ("node2", 2)) and r.mem_per_atom_mb == 3072
+    r = slurm_resources(ALLOC, 6, 1, 1, "1900M", False)
+    assert r.atoms_per_node == (("node1", 4), ("node2", 2)) and r.mem_per_atom_mb == 1900
+    with pytest.raises(UserError, match=r"resources.mem_per_atom: 3G x 4 atoms on node1 = 12288 MB, but the "
+                                        r"allocation has 8000 MB there"):
+        slurm_resources(ALLOC, 6, 1, 1, "3G", False)  # the fourth step on node1 would wait for memory
+    with pytest.raises(UserError, match=r"CPUs are short: resources.cpus_per_atom: 4 with 4 CPUs on node1"):
+        slurm_resources(ALLOC, 8, 1, 4, "", True)  # the README's CIFAR-10 spec in a 1-CPU-per-GPU allocation
     assert r.max_atoms_per_trial == 4  # one process per trial: never across nodes
     assert slurm_resources(ALLOC, "auto", 2, 1, "", True).atoms == 4  # atom = 2 GPUs (the paper's ImageNet)
     with pytest.raises(UserError, match="resources.atoms: 9, but the allocation holds 8 atoms"):

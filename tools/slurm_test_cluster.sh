@@ -181,9 +181,18 @@ cmd_stop() {
     log "stopped"
 }
 
+# The node names resolve (to this host), as on a real cluster: torch.distributed ranks meet at MASTER_ADDR.
+resolve_node_names() {
+    local n
+    for n in "${NODES[@]}"; do
+        getent hosts "$n" >/dev/null || echo "127.0.0.1 $n  # hpcsched slurm test cluster" >>/etc/hosts
+    done
+}
+
 cmd_start() {
     local i
     ensure_packages
+    resolve_node_names
     # No-op only if healthy AND running this script's current config (else restart).
     if [[ -f $CONF && "$(render_slurm_conf)" == "$(<"$CONF")" ]] && healthy; then
         log "already running"; return 0

@@ -20,7 +20,7 @@ import pandas as pd
 from hpcsched.sim_layout import events_dir, summary_path
 from hpcsched.errors import RunDirError
 from hpcsched.mode import MODES, Mode
-from hpcsched.records import ControllerResumed, EntranceClosed, RunFinished, RunStarted
+from hpcsched.records import ControllerResumed, EntranceClosed, RunExtended, RunFinished, RunStarted
 
 from hpcsched.analysis import frames
 from hpcsched.analysis.parse import JournalTable, parse_journal
@@ -110,6 +110,7 @@ class Run:
         started: RunStarted = table.records[0][1]  # type: ignore[assignment]
         closed = next((r for _, r in table.records if isinstance(r, EntranceClosed)), None)
         finished = _final(table)
+        extended = [r for _, r in table.records if isinstance(r, RunExtended)]
         last_t = max(started.t, max((r.t for _, r in table.records), default=started.t),
                      float(table.reports["t"].max()) if len(table.reports) else started.t)
         mode = self.mode
@@ -121,7 +122,7 @@ class Run:
             journal=self.journal, run_dir=self.run_dir, name=started.name, variant=started.variant,
             seed=started.seed, spec_digest=started.spec_digest, atoms=started.atoms,
             atom_ids=tuple(started.atom_ids), mode=mode,
-            metric=started.metric, start=started.t, deadline=started.deadline,
+            metric=started.metric, start=started.t, deadline=extended[-1].deadline if extended else started.deadline,
             last_t=last_t, entrance_closed_at=closed.t if closed else None,
             entrance_reason=closed.reason if closed else None,
             finished_at=finished.t if finished else None, finish_reason=finished.reason if finished else None,
@@ -201,11 +202,11 @@ def load_run_info(path: str | Path) -> RunInfo:
 
 
 def _final(table: JournalTable) -> RunFinished | None:
-    """The RunFinished that ends the journal, unless a controller resumed the run after it."""
+    """The RunFinished that ends the journal, unless a controller resumed (or extended) the run after it."""
     for _, record in reversed(table.records):
         if isinstance(record, RunFinished):
             return record
-        if isinstance(record, ControllerResumed):
+        if isinstance(record, (ControllerResumed, RunExtended)):
             return None
     return None
 

@@ -154,8 +154,15 @@ def slurm_resources(allocation: Allocation, atoms: int | str, gpus_per_atom: int
                         f"so each node has CPUs for its concurrent steps")
     if atoms != "auto":
         if atoms > available:
+            short = ""
+            if g and sum(s.gpus // g for s in allocation.nodes) > available:  # CPUs, not GPUs, are short
+                short = (f"; CPUs are short: resources.cpus_per_atom: {cpus_per_atom} with "
+                         f"{', '.join(f'{s.cpus} CPUs on {s.node}' for s in allocation.nodes)} (request more CPUs "
+                         f"per GPU, e.g. --cpus-per-task={cpus_per_atom} with --ntasks-per-node = GPUs per node, "
+                         f"or lower cpus_per_atom)")
             raise UserError(f"resources.atoms: {atoms}, but the allocation holds {available} atoms of {g} GPU(s) "
-                            f"and {cpus_per_atom} CPU(s) ({', '.join(f'{n} on {node}' for node, n in per_node)})")
+                            f"and {cpus_per_atom} CPU(s) ({', '.join(f'{n} on {node}' for node, n in per_node)})"
+                            + short)
         remaining, trimmed = atoms, []
         for node, n in per_node:
             take = min(n, remaining)
@@ -163,15 +170,23 @@ def slurm_resources(allocation: Allocation, atoms: int | str, gpus_per_atom: int
             remaining -= take
         per_node = [(node, n) for node, n in trimmed if n]
     if mem_per_atom:
-        mem = _megabytes(mem_per_atom)
+        mem = megabytes(mem_per_atom)
+        node_mem = {share.node: share.mem_mb for share in allocation.nodes}
+        for node, n in per_node:
+            if node_mem[node] and n * mem > node_mem[node]:
+                raise UserError(f"resources.mem_per_atom: {mem_per_atom} x {n} atoms on {node} = {n * mem} MB, "
+                                f"but the allocation has {node_mem[node]} MB there (raise --mem, or lower "
+                                f"mem_per_atom or atoms)")
     else:
         mem = min(s.mem_mb // max(1, n) for s, (_, n) in zip(allocation.nodes, per_node) if n) if per_node else 0
     return SlurmResources(g, cpus_per_atom, mem, distributed, tuple(per_node))
 
 
-def _megabytes(text: str) -> int:
+def megabytes(text: str) -> int:
+    """Slurm's memory sizes (``500M``, ``16G``, plain megabytes) in MB; ValueError otherwise."""
     units = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
-    if text[-1] in units:
+    text = text.strip().upper()
+    if text[-1:] in units:
         return int(float(text[:-1]) * units[text[-1]])
     return int(text)
 

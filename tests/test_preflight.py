@@ -1,0 +1,116 @@
+"""``hpcsched check``: what a batch script would request, compared with the spec before sbatch."""
+
+from __future__ import annotations
+
+import pytest
+
+from hpcsched.errors import UserError
+from hpcsched.preflight import parse_options, sbatch_request, script_options, time_limit_seconds
+from tests.runs import REPO, hpcsched, write_spec
+
+TEMPLATE = REPO / "slurm_templates" / "launch_controller.sh"
+CIFAR = REPO / "experiments" / "cifar10" / "cifar10-1800s.yaml"
+
+
+def test_script_options_read_the_sbatch_header_only():
+    text = ("#!/bin/bash\n# a comment\n#SBATCH --nodes=2   # two nodes\n#SBATCH -t 10 --mem 4G\n"
+            "##SBATCH --partition=gpu\n\n#SBATCH --gres=gpu:a100:2\necho hi\n#SBATCH --nodes=9\n")
+    assert script_options(text) == ["--nodes=2", "-t", "10", "--mem", "4G", "--gres=gpu:a100:2"]
+    options = parse_options(script_options(text))
+    assert options == {"nodes": "2", "time": "10", "mem": "4G", "gres": "gpu:a100:2"}
+    assert "partition" not in options  # '##SBATCH' is a comment, as for sbatch
+    template = parse_options(script_options(TEMPLATE.read_text()))
+    assert template["nodes"] == "2" and template["gpus-per-node"] == "4" and template["open-mode"] == "append"
+    assert "requeue" in template and template["signal"] == "B:USR1@120"
+
+
+def test_later_options_win_and_short_forms_are_read():
+    options = parse_options(["--nodes=2", "-N1", "-c", "8", "--time", "1:00:00", "--requeue", "-t30"])
+    assert options == {"nodes": "1", "cpus-per-task": "8", "time": "30", "requeue": ""}
+    with pytest.raises(UserError, match="'stray' is not an option"):
+        parse_options(["--nodes=2", "stray"])
+    with pytest.raises(UserError, match="--time needs a value"):
+        parse_options(["--time"])
+
+
+@pytest.mark.parametrize("text, seconds", [("5", 300), ("1:30", 90), ("01:00:00", 3600), ("1-0", 86400),
+                                           ("2-03:04", 2 * 86400 + 3 * 3600 + 4 * 60), ("0-0:0:9", 9),
+                                           ("UNLIMITED", None)])
+def test_slurm_time_limits(text, seconds):
+    assert time_limit_seconds(text) == seconds
+
+
+def test_a_bad_time_limit_names_the_option():
+    with pytest.raises(UserError, match="--time: '1h' is not a Slurm time limit"):
+        time_limit_seconds("1h")
+
+
+def test_what_a_request_allocates_per_node():
+    r = sbatch_request(parse_options(["-N", "2", "--gpus-per-node=a100:4", "--ntasks-per-node=4", "-c", "8",
+                                      "--mem=64G", "--time=2:00:00"]))
+    assert (r.nodes, r.gpus_per_node, r.cpus_per_node, r.mem_per_node_mb, r.time_limit) == (2, 4, 32, 65536, 7200)
+    r = sbatch_request(parse_options(["--gres=gpu:2", "--cpus-per-gpu=6", "--mem-per-gpu=10G"]))
+    assert (r.nodes, r.gpus_per_node, r.cpus_per_node, r.mem_per_node_mb, r.time_limit) == (1, 2, 12, 20480, None)
+    r = sbatch_request(parse_options(["--nodes=2", "--gpus=8", "--ntasks=8", "--mem-per-cpu=2000", "--mem=0"]))
+    assert (r.gpus_per_node, r.cpus_per_node, r.mem_per_node_mb) == (4, 4, None)  # --mem=0 (last): all of it
+    r = sbatch_request(parse_options(["--gpus-per-node=4", "--exclusive"]))
+    assert r.cpus_per_node is None  # all CPUs of a node: not known before the job runs
+    r = sbatch_request(parse_options(["--gpus-per-node=4", "--gres=gpu:2"]))
+    assert r.gpus_per_node == 2  # the last GPU option given wins
+    with pytest.raises(UserError, match="--mem: 'lots' is not a memory size"):
+        sbatch_request(parse_options(["--mem=lots"]))
+    with pytest.raises(UserError, match="--nodes: 'two' is not a count"):
+        sbatch_request(parse_options(["--nodes=two"]))
+
+
+def _check(*args: str):
+    return hpcsched("check", *args, timeout=60)
+
+
+def test_the_readme_cifar10_submission_passes_the_check():
+    proc = _check(str(CIFAR), "--variant", "hypersched", "--sbatch-script", str(TEMPLATE))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "resources: 8 atoms of 1 GPU(s) and 4 CPU(s) (4, 4 per node): ok" in proc.stdout
+    assert "ready to submit" in proc.stdout
+
+
+def test_the_cifar10_cpu_mismatch_is_caught_before_submission():
+    """The spec's cpus_per_atom: 4 against one CPU per GPU (the template as it used to be)."""
+    proc = _check(str(CIFAR), "--variant", "hypersched", "--sbatch-script", str(TEMPLATE), "--cpus-per-task=1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "resources.atoms: 8, but the allocation holds 2 atoms" in proc.stderr
+    assert "CPUs are short: resources.cpus_per_atom: 4" in proc.stderr and "--cpus-per-task=4" in proc.stderr
+
+
+def test_every_problem_is_named_at_once(tmp_path):
+    spec = write_spec(tmp_path, deadline="2h", trainable="missing.py:train",
+                      resources={"atoms": 8, "gpus_per_atom": 1, "cpus_per_atom": 1, "mem_per_atom": "8G"})
+    proc = _check(str(spec), "--sbatch-script", str(TEMPLATE), "--mem=16G", "--nodes=1")
+    assert proc.returncode == 2
+    err = proc.stderr
+    assert "trainable: no such file" in err
+    assert "resources.atoms: 8, but the allocation holds 4 atoms" in err
+    assert "deadline: 2h00m" in err and "--time=01:00:00" in err
+    proc = _check(str(spec), "--sbatch-script", str(TEMPLATE), "--mem=16G", "--nodes=2", "--time=3:00:00")
+    assert proc.returncode == 2 and "resources.mem_per_atom: 8G x 4 atoms on node1 = 32768 MB" in proc.stderr
+
+
+def test_without_a_script_the_local_backend_is_checked(tmp_path):
+    spec = write_spec(tmp_path)
+    proc = _check(str(spec))
+    assert proc.returncode == 0, proc.stderr
+    assert "resources on the local backend: ok" in proc.stdout and "ready to run" in proc.stdout
+    spec = write_spec(tmp_path, resources={"atoms": 4096, "gpus_per_atom": 0, "cpus_per_atom": 1})
+    proc = _check(str(spec))
+    assert proc.returncode == 2 and "resources.atoms: 4096" in proc.stderr
+
+
+def test_check_refuses_what_run_would_refuse(tmp_path):
+    proc = _check(str(CIFAR), "--sbatch-script", str(TEMPLATE))
+    assert proc.returncode == 2 and "choose one with --variant" in proc.stderr
+    proc = _check(str(CIFAR), "--variant", "nope", "--sbatch-script", str(TEMPLATE))
+    assert proc.returncode == 2 and "--variant: no variant named 'nope'" in proc.stderr
+    proc = _check(str(CIFAR), "--variant", "asha", "--sbatch-script", str(tmp_path / "none.sh"))
+    assert proc.returncode == 2 and "--sbatch-script: cannot read" in proc.stderr
+    proc = hpcsched("status", str(tmp_path), "--nodes=2")
+    assert proc.returncode == 2 and "unrecognized arguments: --nodes=2" in proc.stderr
