@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence, TextIO
@@ -197,12 +198,13 @@ def check_experiment(spec: Spec, options: CheckOptions, out: TextIO) -> None:
         _check_request(spec, options, problems, out)
     else:
         backend = "slurm" if options.in_allocation else "local"
+        if backend == "local":
+            print("resources: checked against this machine, as `hpcsched run` here would use them "
+                  "(--sbatch-script FILE checks a Slurm submission)", file=out)
         try:
             built = backend_for(spec, backend)
             print(f"resources on the {backend} backend: ok", file=out)
             if built.ends_at is not None and spec.deadline is not None:
-                import time
-
                 left = built.ends_at - ALLOCATION_SAFETY - time.time()
                 if spec.deadline > left:
                     print(f"warning: deadline {format_duration(spec.deadline)} is cut to the allocation's end, "
@@ -210,7 +212,9 @@ def check_experiment(spec: Spec, options: CheckOptions, out: TextIO) -> None:
         except UserError as exc:
             problems.append(str(exc))
     if problems:
-        raise UserError("\n".join(f"  - {p}" for p in problems) if len(problems) > 1 else problems[0])
+        if len(problems) == 1:
+            raise UserError(problems[0])
+        raise UserError(f"{len(problems)} problems:\n" + "\n".join(f"  - {p}" for p in problems))
     print("ready to submit" if options.sbatch_script or options.sbatch_args else "ready to run", file=out)
 
 
@@ -244,7 +248,7 @@ def _check_request(spec: Spec, options: CheckOptions, problems: list[str], out: 
     if "requeue" in parsed and parsed.get("open-mode") != "append":
         print("warning: --requeue without --open-mode=append: a requeued job starts its output file anew",
               file=out)
-    if not any(v.startswith(("B:USR1", "USR1")) for k, v in parsed.items() if k == "signal"):
+    if not parsed.get("signal", "").startswith(("B:USR1", "USR1")):
         print("warning: no --signal=B:USR1@120: at the time limit or a preemption the trials are not "
               "checkpointed first", file=out)
 

@@ -151,8 +151,9 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
                 controller.resume(atom_ids, socket.gethostname(), os.getpid(), relaunch=False)
                 controller.finish(FinishReason.DEADLINE)
         elif records:
-            progress.say(f"resuming {run_dir.path} (deadline {iso_time(deadline)}, "
-                         f"{format_duration(deadline - clock.now())} from now)")
+            down = clock.now() - records[-1].t  # e.g. a requeued job's wait in the queue
+            progress.say(f"resuming {run_dir.path} after {format_duration(max(0.0, down))} without a controller "
+                         f"(deadline {iso_time(deadline)}, {format_duration(deadline - clock.now())} from now)")
             controller.resume(atom_ids, socket.gethostname(), os.getpid())
         else:
             progress.say(f"run {spec.name} [{variant.name}] in {run_dir.path}: {len(atom_ids)} atoms, "

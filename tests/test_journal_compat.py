@@ -1,8 +1,11 @@
-"""A journal written by hpcsched (journal version 1) stays readable: state, status and analysis.
+"""Journals written by earlier hpcsched versions stay readable: state, status and analysis.
 
 ``tests/fixtures/journal-v1.jsonl`` is a real local run (the toy trainable, HyperSched, 2 CPU
 slots, 16 s, SIGKILLed after 40 records and resumed), committed once and never regenerated:
-it holds every record kind. A change that cannot read it breaks users' existing runs.
+it holds every record kind of version 1. ``journal-v2.jsonl`` likewise (R 40, 16 s): stopped
+with SIGINT after 12 reports (controller_stopped), resumed to its deadline, then resumed with
+``--extend 4s`` (run_extended) and finished again: every record kind of version 2. A change
+that cannot read them breaks users' existing runs.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from tests.runs import hpcsched
 
 FIXTURE = Path(__file__).parent / "fixtures" / "journal-v1.jsonl"
 V2_KINDS = {"controller_stopped", "run_extended"}  # record kinds journal version 2 added
+FIXTURE_V2 = Path(__file__).parent / "fixtures" / "journal-v2.jsonl"
 
 
 def test_every_record_of_the_v1_journal_reads_and_round_trips():
@@ -92,3 +96,38 @@ def test_status_into_a_closed_pipe_exits_quietly_and_the_version_is_printed(tmp_
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr
     version = hpcsched("--version")
     assert version.returncode == 0 and version.stdout.strip() == f"hpcsched {__version__}"
+
+
+def test_every_record_of_the_v2_journal_reads_round_trips_and_replays():
+    lines = [json.loads(line) for line in FIXTURE_V2.read_text().splitlines()]
+    records = read_journal(FIXTURE_V2)
+    assert len(records) == len(lines) == 309 and records[0].version == 2
+    assert {r.kind for r in records} == set(RECORD_TYPES)
+    for raw, record in zip(lines, records):
+        assert to_json(record) == raw and from_json(raw) == record
+    state = RunState.replayed(records)
+    assert (state.best_trial, state.best_step) == ("t0004", 40)
+    assert {k: v for k, v in state.counts.items() if v} == {"paused": 1, "completed": 5}
+    (extended,) = state.extensions
+    assert extended.by == 4.0 and extended.previous_deadline == records[0].deadline
+    assert state.deadline == extended.deadline == records[0].deadline + 4.0
+    assert state.finished.reason == "deadline" and state.stopped is None
+    kinds = [r.kind for r in records]
+    assert kinds.count("run_finished") == 2 and kinds.count("controller_stopped") == 1
+    stopped_at = kinds.index("controller_stopped")
+    assert kinds[stopped_at + 1] == "controller_resumed"  # a stop, then the resume: not a finished run
+    assert RunState.replayed(records[: stopped_at + 1]).stopped.reason == "interrupted by SIGINT"
+
+
+def test_status_and_analysis_read_a_v2_run_directory(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    shutil.copy(FIXTURE_V2, run / "events.jsonl")
+    status = json.loads(hpcsched("status", str(run), "--json").stdout)
+    records = read_journal(FIXTURE_V2)
+    assert status["deadline"] == records[0].deadline + 4.0 and status["extended_by"] == 4.0
+    assert status["finished"] == "deadline" and status["stopped"] is None
+    from hpcsched.analysis import load_run
+
+    info = load_run(run).info
+    assert info.deadline == status["deadline"] and info.finish_reason == "deadline"

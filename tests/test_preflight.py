@@ -88,7 +88,7 @@ def test_every_problem_is_named_at_once(tmp_path):
     proc = _check(str(spec), "--sbatch-script", str(TEMPLATE), "--mem=16G", "--nodes=1")
     assert proc.returncode == 2
     err = proc.stderr
-    assert "trainable: no such file" in err
+    assert "3 problems:" in err and "trainable: no such file" in err
     assert "resources.atoms: 8, but the allocation holds 4 atoms" in err
     assert "deadline: 2h00m" in err and "--time=01:00:00" in err
     proc = _check(str(spec), "--sbatch-script", str(TEMPLATE), "--mem=16G", "--nodes=2", "--time=3:00:00")
@@ -114,3 +114,15 @@ def test_check_refuses_what_run_would_refuse(tmp_path):
     assert proc.returncode == 2 and "--sbatch-script: cannot read" in proc.stderr
     proc = hpcsched("status", str(tmp_path), "--nodes=2")
     assert proc.returncode == 2 and "unrecognized arguments: --nodes=2" in proc.stderr
+
+
+def test_a_script_that_loses_output_or_checkpoints_is_warned_about(tmp_path):
+    spec = write_spec(tmp_path, resources={"atoms": 2, "gpus_per_atom": 1, "cpus_per_atom": 1})
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH --gres=gpu:2 --ntasks=2 --time=5 --requeue\nhpcsched run x\n")
+    proc = _check(str(spec), "--sbatch-script", str(script))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: --requeue without --open-mode=append" in proc.stdout
+    assert "warning: no --signal=B:USR1@120" in proc.stdout
+    proc = _check(str(spec), "--sbatch-script", str(TEMPLATE))
+    assert proc.returncode == 0 and "warning" not in proc.stdout, proc.stdout

@@ -194,7 +194,7 @@ def test_requeue_keeps_the_first_attempts_output_and_finishes_once(tmp_path):
     wait_job(job, timeout=300)
     log = controller_log(run, "requeue", job)
     assert log.startswith(first_log.splitlines()[0]) and first_log.splitlines()[1] in log  # appended, not lost
-    assert "resuming" in log, log[-3000:]
+    assert "resuming" in log and "without a controller" in log, log[-3000:]  # the time the requeue cost
     recs = records(run)
     assert sum(isinstance(r, RunFinished) for r in recs) == 1 and isinstance(recs[-1], RunFinished), log[-3000:]
     assert recs[-1].reason in ("deadline", "nothing left to run")
