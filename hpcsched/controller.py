@@ -18,14 +18,15 @@ from hpcsched.executors.base import Executor, LaunchRequest, TrialExit, TrialRep
 from hpcsched.journal import Journal
 from hpcsched.samplers import ConfigSampler
 from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, FinishReason, Launched,
-                              Record, Reported, RunExtended, RunFinished, RunStarted, Running, StopRequested,
-                              TrialCreated)
+                              LaunchReason, Record, Reported, RunExtended, RunFinished, RunStarted, Running,
+                              StopIntent, StopRequested, TrialCreated)
 from hpcsched.scores import ExitOutcome
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial,
                                            Scheduler, Situation, StartTrial, StopTrial)
-from hpcsched.state import LIVE, RunState
+from hpcsched.state import LIVE, RunState, TrialStatus
 
 log = logging.getLogger(__name__)
+_STOPPABLE = (TrialStatus.LAUNCHING, TrialStatus.RUNNING)  # live and not yet asked to stop
 
 
 class SchedulerError(RuntimeError):
@@ -132,8 +133,8 @@ class Controller:
         """Ask every live trial to checkpoint and exit; wait for them until ``give_up_at``
         (default: the wind-down grace period from now), then kill what is left."""
         for trial in list(self.state.trials.values()):
-            if trial.status in LIVE and trial.intent not in ("pause", "stop", "deadline"):
-                self._commit(StopRequested(self.clock.now(), trial.trial_id, "deadline"))
+            if trial.status in LIVE and trial.intent not in (StopIntent.PAUSE, StopIntent.STOP, StopIntent.DEADLINE):
+                self._commit(StopRequested(self.clock.now(), trial.trial_id, StopIntent.DEADLINE))
                 self.executor.request_stop(trial.trial_id)
         give_up = give_up_at if give_up_at is not None else self.clock.now() + self.settings.wind_down_grace
         while self.state.live_count:
@@ -164,19 +165,19 @@ class Controller:
         for trial in list(self.state.trials.values()):
             if trial.status not in LIVE:
                 continue
-            if trial.status != "stopping":
-                self._commit(StopRequested(self.clock.now(), trial.trial_id, "recover", len(trial.atoms),
+            if trial.status != TrialStatus.STOPPING:
+                self._commit(StopRequested(self.clock.now(), trial.trial_id, StopIntent.RECOVER, len(trial.atoms),
                                            reason="controller restarted"))
             for event in self.executor.recover(trial.trial_id, trial.launches, trial.step, trial.checkpoint_step):
                 self._handle(event, relaunch=False)
         self._commit(ControllerResumed(self.clock.now(), tuple(atom_ids), host, pid))
         for trial in list(self.state.trials.values()) if relaunch else ():
             # live when the old controller died, or stopped by its wind-down when it was interrupted
-            wanted = trial.relaunch_atoms or (len(trial.last_atoms) if trial.intent == "deadline" else 0)
-            if trial.status == "paused" and wanted:
+            wanted = trial.relaunch_atoms or (len(trial.last_atoms) if trial.intent == StopIntent.DEADLINE else 0)
+            if trial.status == TrialStatus.PAUSED and wanted:
                 atoms = min(wanted, self.state.free_atoms)
                 if atoms >= 1:
-                    self._launch(trial.trial_id, atoms, "recover")
+                    self._launch(trial.trial_id, atoms, LaunchReason.RECOVER)
 
     # ------------------------------------------------------------ events
 
@@ -185,7 +186,7 @@ class Controller:
         if trial is None or trial.status not in LIVE:
             return  # stale event of a trial that already exited
         if isinstance(event, TrialStarted):
-            if trial.status == "launching":
+            if trial.status == TrialStatus.LAUNCHING:
                 self._commit(Running(event.t, event.trial_id, max(0.0, event.t - _or(trial.launched_at, event.t))))
         elif isinstance(event, TrialReport):
             if trial.running_since is None:  # a report before the started mark: count it as started
@@ -194,8 +195,9 @@ class Controller:
                                   event.metrics))
         elif isinstance(event, TrialExit):
             self._commit(Exited(event.t, event.trial_id, event.outcome, event.step, event.error))
-            if relaunch and trial.status == "paused" and trial.relaunch_atoms:
-                self._launch(trial.trial_id, trial.relaunch_atoms, "resize" if trial.intent == "resize" else "recover")
+            if relaunch and trial.status == TrialStatus.PAUSED and trial.relaunch_atoms:
+                reason = LaunchReason.RESIZE if trial.intent == StopIntent.RESIZE else LaunchReason.RECOVER
+                self._launch(trial.trial_id, trial.relaunch_atoms, reason)
 
     # ------------------------------------------------------------ decisions
 
@@ -222,20 +224,20 @@ class Controller:
                 raise SchedulerError(f"{d}: no trials left to start")
             trial_id = f"t{index:04d}"
             self._commit(TrialCreated(now, trial_id, index, self.sampler.config(index)))
-            self._launch(trial_id, d.atoms, "start")
+            self._launch(trial_id, d.atoms, LaunchReason.START)
         elif isinstance(d, ResumeTrial):
-            if st.trials[d.trial_id].status != "paused":
+            if st.trials[d.trial_id].status != TrialStatus.PAUSED:
                 raise SchedulerError(f"{d}: trial is {st.trials[d.trial_id].status}")
-            self._launch(d.trial_id, d.atoms, "resume")
+            self._launch(d.trial_id, d.atoms, LaunchReason.RESUME)
         elif isinstance(d, (PauseTrial, StopTrial)):
             trial = st.trials[d.trial_id]
-            if trial.status in ("launching", "running"):
-                intent = "pause" if isinstance(d, PauseTrial) else "stop"
+            if trial.status in _STOPPABLE:
+                intent = StopIntent.PAUSE if isinstance(d, PauseTrial) else StopIntent.STOP
                 self._commit(StopRequested(now, d.trial_id, intent, reason=d.reason))
                 self.executor.request_stop(d.trial_id)
         elif isinstance(d, ResizeTrial):
             trial = st.trials[d.trial_id]
-            if trial.status not in ("launching", "running"):
+            if trial.status not in _STOPPABLE:
                 raise SchedulerError(f"{d}: trial is {trial.status}")
             grow = d.atoms - len(trial.atoms)
             if grow > st.free_atoms:
@@ -249,7 +251,7 @@ class Controller:
                 else:
                     extra = st.atom_pool.choose(grow, near=trial.atoms)
             atoms = len(trial.atoms) + len(extra) if grow > 0 else d.atoms
-            self._commit(StopRequested(now, d.trial_id, "resize", atoms, extra, d.reason))
+            self._commit(StopRequested(now, d.trial_id, StopIntent.RESIZE, atoms, extra, d.reason))
             self.executor.request_stop(d.trial_id)
         elif isinstance(d, CloseEntrance):
             self._commit(EntranceClosed(now, d.reason))
@@ -261,7 +263,7 @@ class Controller:
         """Whether the executor needs each trial on one node (processes that are not distributed)."""
         return not self.executor.spans_nodes
 
-    def _launch(self, trial_id: str, n_atoms: int, reason: str) -> None:
+    def _launch(self, trial_id: str, n_atoms: int, reason: LaunchReason) -> None:
         st = self.state
         if n_atoms < 1 or n_atoms > st.free_atoms:
             raise SchedulerError(f"launch of {trial_id} on {n_atoms} atoms: {st.free_atoms} free")

@@ -216,10 +216,11 @@ def measure(executor, atom_ids: Sequence[str], config: dict[str, Any], from_step
     """Launch the trial on ``atom_ids`` (from ``from_step``), collect ``steps`` reports, stop it and
     wait for its exit; return its throughput and startup."""
     from hpcsched.executors.base import LaunchRequest, TrialExit, TrialReport, TrialStarted
+    from hpcsched.records import LaunchReason
 
     launched = time.time()
     executor.launch(LaunchRequest(TRIAL, 0, dict(config), tuple(atom_ids), from_step,
-                                  "start" if from_step == 0 else "resize", number))
+                                  LaunchReason.START if from_step == 0 else LaunchReason.RESIZE, number))
     started: float | None = None
     reports: list[tuple[float, int]] = []
     stop_asked = False

@@ -30,6 +30,31 @@ class FinishReason(str, Enum):
         return reason in tuple(cls)
 
 
+class StopIntent(str, Enum):
+    """Why the controller asked a trial to checkpoint and exit (``StopRequested.intent``)."""
+
+    PAUSE = "pause"  # it may be resumed later
+    STOP = "stop"  # for good
+    RESIZE = "resize"  # relaunched at once on another number of atoms
+    DEADLINE = "deadline"  # the run's deadline (or the controller's own stop) is near
+    RECOVER = "recover"  # a restarted controller takes over a trial it will relaunch
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class LaunchReason(str, Enum):
+    """Why a trial was launched (``Launched.reason``)."""
+
+    START = "start"
+    RESUME = "resume"  # a promotion of a paused trial
+    RESIZE = "resize"
+    RECOVER = "recover"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class RunStarted:
     t: float
@@ -57,12 +82,12 @@ class TrialCreated:
 
 @dataclass(frozen=True)
 class Launched:
-    """Atoms given to a trial and its process started; ``reason``: start | resume | resize | recover."""
+    """Atoms given to a trial and its process started, for a ``LaunchReason``."""
 
     t: float
     trial: str
     atoms: tuple[str, ...]
-    reason: str
+    reason: LaunchReason
     from_step: int = 0
     kind: str = field(default="launched", init=False)
 
@@ -93,15 +118,15 @@ class Reported:
 
 @dataclass(frozen=True)
 class StopRequested:
-    """The controller asked a trial to checkpoint and exit; ``intent``: pause | stop | resize | deadline,
-    or recover (a restarted controller takes over a trial it will relaunch on ``atoms`` atoms).
+    """The controller asked a trial to checkpoint and exit, for a ``StopIntent`` (recover: a restarted
+    controller takes over a trial it will relaunch on ``atoms`` atoms).
 
     For a resize, ``atoms`` is the new allocation size and ``extra`` the atoms reserved now for it.
     """
 
     t: float
     trial: str
-    intent: str
+    intent: StopIntent
     atoms: int = 0
     extra: tuple[str, ...] = ()
     reason: str = ""
@@ -183,6 +208,8 @@ RECORD_TYPES: dict[str, type] = {
                 ControllerResumed, EntranceClosed, RunFinished, ControllerStopped, RunExtended)
 }
 _TUPLE_FIELDS = {"atom_ids", "atoms", "extra"}
+_ENUM_FIELDS: dict[tuple[type, str], type[Enum]] = {(Launched, "reason"): LaunchReason,
+                                                     (StopRequested, "intent"): StopIntent}
 _OMITTED_WHEN_EMPTY = {"metrics"}  # written only when there are some (journals stay as small as before)
 
 
@@ -210,6 +237,10 @@ def from_json(data: dict[str, Any]) -> Record:
     values = {k: (tuple(v) if k in _TUPLE_FIELDS and isinstance(v, list) else v)
               for k, v in data.items() if k in names}
     try:
+        for name in names:
+            vocabulary = _ENUM_FIELDS.get((cls, name))
+            if vocabulary is not None and name in values:
+                values[name] = vocabulary(values[name])
         return cls(**values)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"bad {kind} record: {exc}") from None

@@ -23,7 +23,7 @@ from hpcsched.errors import RunDirError, SpecError, UserError
 from hpcsched.executors.launching import ProcessSettings
 from hpcsched.journal import JsonlJournal, read_journal
 from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, FinishReason, Launched,
-                              Record, Reported, RunExtended, RunFinished, RunStarted, StopRequested)
+                              Record, Reported, RunExtended, RunFinished, RunStarted, StopIntent, StopRequested)
 from hpcsched.result import ResultKeeper, build_result, write_result, iso_time
 from hpcsched.rundir import RunDir
 from hpcsched.schedulers import make_scheduler
@@ -311,7 +311,7 @@ class Progress:
             return f"{record.trial} {record.reason} on {n} atom{'s' if n > 1 else ''}" + \
                 (f" from step {record.from_step}" if record.from_step else "")
         if isinstance(record, StopRequested):
-            extra = f" to {record.atoms}" if record.intent == "resize" else ""
+            extra = f" to {record.atoms}" if record.intent == StopIntent.RESIZE else ""
             return f"{record.trial} {record.intent}{extra}" + (f" ({record.reason})" if record.reason else "")
         if isinstance(record, Exited):
             text = f"{record.trial} {record.outcome} at step {record.step}"

@@ -25,7 +25,7 @@ from hpcsched.records import Record
 from hpcsched.samplers import ConfigSampler, make_sampler
 from hpcsched.space import Space
 from hpcsched.spec import Experiment, Spec, Variant
-from hpcsched.state import RunState
+from hpcsched.state import RunState, TrialStatus
 from hpcsched.workloads import Workload, oracle_score
 from hpcsched.workloads.synthetic import CURVE_PARAMETERS, SyntheticWorkload
 from hpcsched.workloads.trace import TraceWorkload, load_trace
@@ -134,7 +134,7 @@ def _run_task(task: SimTask, traces: dict | None = None) -> dict[str, Any]:
     row.update(variant=task.variant.name, seed=task.seed, best_score=best, oracle_score=oracle,
                regret=(abs(oracle - best) if best is not None and oracle is not None else None),
                trials_started=len(state.trials), resizes=state.resizes, pauses=state.pauses,
-               promotions=state.promotions, completed=state.counts["completed"],
+               promotions=state.promotions, completed=state.counts[TrialStatus.COMPLETED],
                entrance_closed_at=state.entrance_closed_at, best_trial=state.best_trial,
                best_step=state.best_step)
     return row

@@ -3,16 +3,35 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Callable
 
 from hpcsched.atoms import AtomPool
 from hpcsched.mode import MODES, Mode
 from hpcsched.scores import ExitOutcome
-from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, Launched, Record,
-                              Reported, RunExtended, RunFinished, RunStarted, Running, StopRequested, TrialCreated)
+from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, Launched, LaunchReason,
+                              Record, Reported, RunExtended, RunFinished, RunStarted, Running, StopIntent,
+                              StopRequested, TrialCreated)
 
-LIVE = ("launching", "running", "stopping")  # statuses that hold atoms
-STATUSES = ("created", "launching", "running", "stopping", "paused", "completed", "terminated", "errored")
+
+class TrialStatus(str, Enum):
+    """Where a trial is in its life; ``RunState`` moves it, ``status`` and the frames show it."""
+
+    CREATED = "created"
+    LAUNCHING = "launching"  # atoms given, process starting (setup, checkpoint restore)
+    RUNNING = "running"
+    STOPPING = "stopping"  # asked to checkpoint and exit
+    PAUSED = "paused"  # checkpointed; may be resumed
+    COMPLETED = "completed"  # trained to the end of its curve (R)
+    TERMINATED = "terminated"  # stopped for good before R (a stop decision, a diverged score)
+    ERRORED = "errored"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+LIVE = frozenset({TrialStatus.LAUNCHING, TrialStatus.RUNNING, TrialStatus.STOPPING})  # statuses that hold atoms
+STATUSES = tuple(TrialStatus)
 
 
 @dataclass(frozen=True)
@@ -20,7 +39,7 @@ class TrialView:
     """What a scheduler may know of one trial at one moment."""
 
     trial_id: str
-    status: str
+    status: TrialStatus
     atoms: int
     step: int
     last_score: float | None
@@ -37,11 +56,11 @@ class TrialState:
     index: int
     config: dict[str, Any]
     created_at: float
-    status: str = "created"
+    status: TrialStatus = TrialStatus.CREATED
     atoms: tuple[str, ...] = ()
     last_atoms: tuple[str, ...] = ()  # the atoms of its last launch (to relaunch near them)
     reserved: tuple[str, ...] = ()  # extra atoms held for a pending resize
-    intent: str = ""  # why a stop was requested
+    intent: StopIntent | None = None  # why a stop was requested
     relaunch_atoms: int = 0  # >0: paused only to be relaunched at once on this many atoms
     step: int = 0
     checkpoint_step: int = 0
@@ -83,7 +102,7 @@ class RunState:
         self.extensions: list[RunExtended] = []
         self.pool: AtomPool | None = None
         self.trials: dict[str, TrialState] = {}
-        self.counts: dict[str, int] = {s: 0 for s in STATUSES}
+        self.counts: dict[TrialStatus, int] = {s: 0 for s in TrialStatus}
         self.best_score: float | None = None
         self.best_trial: str | None = None
         self.best_step: int | None = None
@@ -104,7 +123,7 @@ class RunState:
 
     @property
     def live_count(self) -> int:
-        return self.counts["launching"] + self.counts["running"] + self.counts["stopping"]
+        return sum(self.counts[s] for s in LIVE)
 
     @property
     def deadline(self) -> float | None:
@@ -153,7 +172,7 @@ class RunState:
         self.now = max(self.now, record.t)
         self._apply[type(record)](record)
 
-    def _set_status(self, trial: TrialState, status: str) -> None:
+    def _set_status(self, trial: TrialState, status: TrialStatus) -> None:
         self.counts[trial.status] -= 1
         self.counts[status] += 1
         trial.status = status
@@ -166,26 +185,26 @@ class RunState:
         if r.trial in self.trials:
             raise ValueError(f"trial {r.trial} created twice")
         self.trials[r.trial] = TrialState(r.trial, r.index, dict(r.config), r.t)
-        self.counts["created"] += 1
+        self.counts[TrialStatus.CREATED] += 1
 
     def _launched(self, r: Launched) -> None:
         t = self.trials[r.trial]
         if t.status in LIVE:
             raise ValueError(f"trial {r.trial} launched while {t.status}")
         self.atom_pool.take(r.atoms)
-        if r.reason == "resume":
+        if r.reason == LaunchReason.RESUME:
             self.promotions += 1
-        t.atoms, t.intent, t.relaunch_atoms = tuple(r.atoms), "", 0
+        t.atoms, t.intent, t.relaunch_atoms = tuple(r.atoms), None, 0
         t.launched_at, t.launches, t.reports_since_launch = r.t, t.launches + 1, 0
         t.step = t.checkpoint_step = r.from_step
-        self._set_status(t, "launching")
+        self._set_status(t, TrialStatus.LAUNCHING)
 
     def _running(self, r: Running) -> None:
         t = self.trials[r.trial]
         t.startups.append(r.startup)
         t.running_since, t.mark_t, t.mark_step = r.t, r.t, t.step
-        if t.status == "launching":
-            self._set_status(t, "running")
+        if t.status == TrialStatus.LAUNCHING:
+            self._set_status(t, TrialStatus.RUNNING)
 
     def _reported(self, r: Reported) -> None:
         t = self.trials[r.trial]
@@ -213,9 +232,9 @@ class RunState:
             self.atom_pool.take(r.extra)
             t.reserved = tuple(r.extra)
         t.intent = r.intent
-        t.relaunch_atoms = r.atoms if r.intent in ("resize", "recover") else 0
-        if t.status != "stopping":
-            self._set_status(t, "stopping")
+        t.relaunch_atoms = r.atoms if r.intent in (StopIntent.RESIZE, StopIntent.RECOVER) else 0
+        if t.status != TrialStatus.STOPPING:
+            self._set_status(t, TrialStatus.STOPPING)
 
     def _exited(self, r: Exited) -> None:
         t = self.trials[r.trial]
@@ -233,20 +252,20 @@ class RunState:
         t.ended_at = r.t
         if r.outcome == ExitOutcome.ERRORED:
             t.error, t.relaunch_atoms = r.error, 0
-            self._set_status(t, "errored")
+            self._set_status(t, TrialStatus.ERRORED)
         elif r.outcome == ExitOutcome.DIVERGED:  # never resumed: its earlier checkpoints still count
             t.error, t.relaunch_atoms = r.error, 0
-            self._set_status(t, "terminated")
-        elif r.outcome == ExitOutcome.FINISHED or t.intent == "stop":
+            self._set_status(t, TrialStatus.TERMINATED)
+        elif r.outcome == ExitOutcome.FINISHED or t.intent == StopIntent.STOP:
             t.relaunch_atoms = 0
-            self._set_status(t, "completed" if r.outcome == ExitOutcome.FINISHED else "terminated")
+            self._set_status(t, TrialStatus.COMPLETED if r.outcome == ExitOutcome.FINISHED else TrialStatus.TERMINATED)
         else:
-            if t.intent == "resize" and t.relaunch_atoms:
+            if t.intent == StopIntent.RESIZE and t.relaunch_atoms:
                 t.resizes += 1
                 self.resizes += 1
-            elif t.intent == "pause":
+            elif t.intent == StopIntent.PAUSE:
                 self.pauses += 1
-            self._set_status(t, "paused")
+            self._set_status(t, TrialStatus.PAUSED)
 
     def _controller_resumed(self, r: ControllerResumed) -> None:
         if self.live_count:

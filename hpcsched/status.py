@@ -18,10 +18,11 @@ from hpcsched.errors import UserError
 from hpcsched.journal import read_journal
 from hpcsched.result import read_result
 from hpcsched.rundir import RunDir
-from hpcsched.state import STATUSES, RunState
+from hpcsched.state import STATUSES, RunState, TrialStatus
 
-_ORDER = {"running": 0, "launching": 1, "stopping": 2, "paused": 3, "completed": 4, "terminated": 5,
-          "errored": 6, "created": 7}
+_ORDER = {status: i for i, status in enumerate((
+    TrialStatus.RUNNING, TrialStatus.LAUNCHING, TrialStatus.STOPPING, TrialStatus.PAUSED, TrialStatus.COMPLETED,
+    TrialStatus.TERMINATED, TrialStatus.ERRORED, TrialStatus.CREATED))}
 
 
 @dataclass(frozen=True)

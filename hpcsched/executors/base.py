@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
+from hpcsched.records import LaunchReason
 from hpcsched.schedulers.decisions import DecisionSteps
 
 
@@ -17,7 +18,7 @@ class LaunchRequest:
     config: dict[str, Any]
     atoms: tuple[str, ...]
     from_step: int
-    reason: str  # start | resume | resize | recover
+    reason: LaunchReason
     number: int = 1  # this trial's launch count, 1-based (names the launch: t0003-l2)
     decision_steps: DecisionSteps = DecisionSteps()  # where the trial waits for the verdict on its report
 

@@ -14,7 +14,7 @@ from hpcsched.schedulers.decisions import (Decision, DecisionSteps, PauseTrial, 
                                            StopTrial, rung_steps)
 from hpcsched.schedulers.rungs import Rung, TopFractionBracket, milestones
 from hpcsched.spec import SchedulerSpec
-from hpcsched.state import TrialView
+from hpcsched.state import TrialStatus, TrialView
 
 
 class ASHA:
@@ -47,7 +47,7 @@ class ASHA:
             self._live.discard(record.trial)
             self._verdicts.pop(record.trial, None)
             rung = self._pause_rung.pop(record.trial, None)
-            if rung is not None and trial is not None and trial.status == "paused":
+            if rung is not None and trial is not None and trial.status == TrialStatus.PAUSED:
                 self.bracket.pause_at(record.trial, rung)
 
     def decision_steps(self) -> DecisionSteps:

@@ -11,12 +11,12 @@
 from __future__ import annotations
 
 from hpcsched.mode import Mode
-from hpcsched.records import Exited, Launched, Record, Reported, StopRequested
+from hpcsched.records import Exited, Launched, Record, Reported, StopIntent, StopRequested
 from hpcsched.schedulers.decisions import (Decision, DecisionSteps, PauseTrial, ResumeTrial, Situation, StartTrial,
                                            StopTrial, new_trials, rung_steps)
 from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
 from hpcsched.spec import SchedulerSpec
-from hpcsched.state import TrialView
+from hpcsched.state import TrialStatus, TrialView
 
 
 class RandomSearch:
@@ -73,13 +73,13 @@ class OneEpoch:
         elif isinstance(record, StopRequested):
             self._live.discard(record.trial)
             self._verdicts.pop(record.trial, None)
-            if record.intent != "pause":
+            if record.intent != StopIntent.PAUSE:
                 self._pausing.pop(record.trial, None)
         elif isinstance(record, Exited):
             self._live.discard(record.trial)
             self._verdicts.pop(record.trial, None)
             score = self._pausing.pop(record.trial, None)
-            if score is not None and trial is not None and trial.status == "paused":
+            if score is not None and trial is not None and trial.status == TrialStatus.PAUSED:
                 self._screened.set(record.trial, score)
 
     def decision_steps(self) -> DecisionSteps:

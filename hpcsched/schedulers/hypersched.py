@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 
 from hpcsched.mode import Mode
-from hpcsched.records import EntranceClosed, Exited, Launched, Record, Reported, Running, StopRequested
+from hpcsched.records import EntranceClosed, Exited, Launched, Record, Reported, Running, StopIntent, StopRequested
 from hpcsched.schedulers.allocation import allowed_size, target_atoms, worth_resizing
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, DecisionSteps, PauseTrial, ResizeTrial,
                                            ResumeTrial, Situation, StartTrial, StopTrial, new_trials, rung_steps)
@@ -41,7 +41,7 @@ from hpcsched.schedulers.rungs import Rung, SpeculativeBracket, TopFractionBrack
 from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
 from hpcsched.schedulers.trust import RungTrust
 from hpcsched.spec import SchedulerSpec
-from hpcsched.state import TrialView
+from hpcsched.state import TrialStatus, TrialView
 
 NO_LEVEL = -1  # a trial that has not reached the first rung
 TRUST_FULL = 0.5  # rung trust from which a rung pauses as many as successive halving does
@@ -105,19 +105,19 @@ class HyperSched:
         elif isinstance(record, StopRequested):
             self._forget_live(record.trial)
             self._stopping.add(record.trial)
-            if record.intent != "resize":  # a resized trial keeps its idle-time exemption
+            if record.intent != StopIntent.RESIZE:  # a resized trial keeps its idle-time exemption
                 self._idle_resumed.discard(record.trial)
-            if record.intent == "resize" and record.atoms < (trial.atoms if trial else 0):
+            if record.intent == StopIntent.RESIZE and record.atoms < (trial.atoms if trial else 0):
                 self._shrinking.add(record.trial)
         elif isinstance(record, Exited):
             self._forget_live(record.trial)
             self._stopping.discard(record.trial)
             self._shrinking.discard(record.trial)
             rung = self._pause_rung.pop(record.trial, None)
-            if rung is not None and trial is not None and trial.status == "paused" \
+            if rung is not None and trial is not None and trial.status == TrialStatus.PAUSED \
                     and (self.spec.backfill or not self.closed or self._finishing):
                 self.bracket.pause_at(record.trial, rung)
-            if trial is not None and trial.status != "paused":
+            if trial is not None and trial.status != TrialStatus.PAUSED:
                 self._drop_candidate(record.trial)
         elif isinstance(record, EntranceClosed):
             self.closed = True
