@@ -14,7 +14,9 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from hpcsched.atoms import node_of
+from hpcsched.clock import Clock
 from hpcsched.executors.base import Executor, LaunchRequest, TrialExit, TrialReport, TrialStarted
+from hpcsched.feed import feed
 from hpcsched.journal import Journal
 from hpcsched.samplers import ConfigSampler
 from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, FinishReason, Launched,
@@ -50,7 +52,7 @@ class RunSettings:
 
 
 class Controller:
-    def __init__(self, settings: RunSettings, scheduler: Scheduler, executor: Executor, clock,
+    def __init__(self, settings: RunSettings, scheduler: Scheduler, executor: Executor, clock: Clock,
                  journal: Journal, sampler: ConfigSampler, state: RunState,
                  on_record: Callable[[Record, RunState], None] | None = None):
         self.settings = settings
@@ -282,10 +284,7 @@ class Controller:
 
     def _commit(self, record: Record) -> None:
         self.journal.append(record)
-        self.state.apply(record)
-        trial_id = getattr(record, "trial", None)
-        self.scheduler.observe(record, self.state.view(trial_id) if trial_id is not None else None)
-        self.sampler.observe(record)
+        feed(record, self.state, self.scheduler, self.sampler)
         if self.on_record is not None:
             self.on_record(record, self.state)
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from hpcsched.clock import WallClock
-from hpcsched.controller import Controller, RunSettings
+from hpcsched.assembly import build_controller
+from hpcsched.controller import Controller
 from hpcsched.durations import format_duration
 from hpcsched.errors import RunDirError, SpecError, UserError
 from hpcsched.executors.launching import ProcessSettings
@@ -26,8 +27,6 @@ from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClos
                               Record, Reported, RunExtended, RunFinished, RunStarted, StopIntent, StopRequested)
 from hpcsched.result import ResultKeeper, build_result, write_result, iso_time
 from hpcsched.rundir import RunDir
-from hpcsched.schedulers import make_scheduler
-from hpcsched.samplers import make_sampler
 from hpcsched.spec import Spec
 from hpcsched.state import RunState
 from hpcsched.trainables import check_trainable, resolve_reference
@@ -110,19 +109,6 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
         non_finite=spec.metric.non_finite),
         clock)
     atom_ids = executor.atom_ids()
-    state = RunState(spec.metric.mode)
-    scheduler = make_scheduler(variant.scheduler, spec.metric.mode)
-    sampler = make_sampler(spec.sampler, spec.space, spec.seed, spec.metric.mode)
-    for record in records:
-        state.apply(record)
-        trial_id = getattr(record, "trial", None)
-        scheduler.observe(record, state.view(trial_id) if trial_id is not None else None)
-        sampler.observe(record)
-    limits = [n for n in (spec.max_trials, sampler.capacity) if n is not None]
-    settings = RunSettings(name=spec.name, variant=variant.name, spec_digest=spec.digest, seed=spec.seed,
-                           deadline=deadline, atom_ids=atom_ids, max_trials=min(limits) if limits else None,
-                           metric=spec.metric.name, stop_margin=spec.controller.stop_margin,
-                           wind_down_grace=spec.controller.stop_grace)
     progress = Progress(out, clock, quiet=options.quiet)
     keeper = ResultKeeper(spec, variant.name, run_dir)
 
@@ -130,7 +116,10 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
         progress.on_record(record, state)
         keeper.on_record(record, state)
 
-    controller = Controller(settings, scheduler, executor, clock, journal, sampler, state, on_record=on_record)
+    controller = build_controller(spec, variant, executor, clock, journal, deadline=deadline, atom_ids=atom_ids,
+                                  records=records, stop_margin=spec.controller.stop_margin,
+                                  wind_down_grace=spec.controller.stop_grace, on_record=on_record)
+    state = controller.state
     run_dir.claim(options.backend)
     run_dir.reserve_space()
     previous = _install_interrupts(controller, backend.ends_at)

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from hpcsched.clock import VirtualClock
-from hpcsched.controller import Controller, RunSettings
+from hpcsched.assembly import build_controller
 from hpcsched.errors import SpecError
 from hpcsched.executors.sim import SimExecutor
 from hpcsched.journal import JsonlJournal, NullJournal
-from hpcsched.schedulers import make_scheduler
 from hpcsched.sim_layout import journal_path, summary_path
 from hpcsched.records import Record
 from hpcsched.samplers import ConfigSampler, make_sampler
@@ -84,21 +83,16 @@ def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None
     check_simulable(spec)
     traces = {} if traces is None else traces
     w = spec.workload
-    scheduler_spec = variant.scheduler
-    workload = build_workload(spec, seed, scheduler_spec.R, traces)
+    workload = build_workload(spec, seed, variant.scheduler.R, traces)
     clock = VirtualClock(0.0)
     executor = SimExecutor(workload, clock, w.scaling, w.startup, w.step_overhead)
     sampler = _CurveNaming(make_sampler(spec.sampler, spec.space, seed, spec.metric.mode), executor)
-    limits = [n for n in (spec.max_trials, sampler.capacity, workload.size) if n is not None]
-
-    settings = RunSettings(name=spec.name, variant=variant.name, spec_digest=spec.digest, seed=seed,
-                           deadline=spec.deadline, atom_ids=tuple(str(i) for i in range(spec.resources.atoms)),
-                           max_trials=min(limits), metric=spec.metric.name)
     journal = JsonlJournal(event_log, durable=False) if event_log else NullJournal()
-    state = RunState(spec.metric.mode)
     try:
-        Controller(settings, make_scheduler(scheduler_spec, spec.metric.mode), executor, clock, journal,
-                   sampler, state).run()
+        controller = build_controller(replace(spec, seed=seed), variant, executor, clock, journal,
+                                      deadline=spec.deadline, atom_ids=[str(i) for i in range(spec.resources.atoms)],
+                                      sampler=sampler, trial_limit=workload.size)
+        state = controller.run()
     finally:
         journal.close()
     return state, workload

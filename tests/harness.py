@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hpcsched.feed import feed
 from hpcsched.records import Exited, Launched, Reported, RunStarted, Running, StopRequested, TrialCreated
 from hpcsched.schedulers import make_scheduler
 from hpcsched.schedulers.decisions import Situation
@@ -22,9 +23,7 @@ class Harness:
         self.commit(RunStarted(0.0, "test", deadline, atoms, 0, "digest", "v"))
 
     def commit(self, record) -> None:
-        self.state.apply(record)
-        trial = getattr(record, "trial", None)
-        self.scheduler.observe(record, self.state.view(trial) if trial else None)
+        feed(record, self.state, self.scheduler)
 
     def situation(self) -> Situation:
         return Situation(self.now, 0.0, self.deadline, self.state.total_atoms, self.state.free_atoms,

@@ -25,14 +25,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hpcsched.assembly import build_controller
 from hpcsched.clock import VirtualClock
-from hpcsched.controller import Controller, RunSettings
 from hpcsched.executors.sim import SimExecutor
 from hpcsched.journal import NullJournal
 from hpcsched.records import Record
 from hpcsched.samplers import IndexSampler
-from hpcsched.schedulers import make_scheduler
-from hpcsched.spec import Spec, parse_experiment
+from hpcsched.spec import Spec, Variant, parse_experiment
 from hpcsched.state import RunState
 from hpcsched.workloads.synthetic import SyntheticWorkload
 
@@ -84,15 +83,13 @@ def run_once(spec: Spec) -> tuple[RunState, int, float]:
                                  size=w.trials, noise=w.noise)
     clock = VirtualClock(0.0)
     executor = SimExecutor(workload, clock, w.scaling, w.startup)
-    settings = RunSettings(name=spec.name, variant=scheduler_spec.kind, spec_digest=spec.digest, seed=spec.seed,
-                           deadline=spec.deadline, atom_ids=tuple(str(i) for i in range(spec.resources.atoms)),
-                           max_trials=min(spec.max_trials, workload.size))
     journal = CountingJournal()
-    state = RunState(spec.metric.mode)
-    controller = Controller(settings, make_scheduler(scheduler_spec, spec.metric.mode), executor, clock, journal,
-                            IndexSampler(lambda index: {"curve": executor.curve(index).key}), state)
+    controller = build_controller(spec, Variant(scheduler_spec.kind, scheduler_spec), executor, clock, journal,
+                                  deadline=spec.deadline, atom_ids=[str(i) for i in range(spec.resources.atoms)],
+                                  sampler=IndexSampler(lambda index: {"curve": executor.curve(index).key}),
+                                  trial_limit=workload.size)
     begin = time.perf_counter()
-    controller.run()
+    state = controller.run()
     return state, journal.count, time.perf_counter() - begin
 
 
