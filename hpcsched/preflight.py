@@ -19,7 +19,8 @@ from typing import Sequence, TextIO
 from hpcsched.durations import format_duration
 from hpcsched.errors import UserError, shown
 from hpcsched.executors.slurm import Allocation, NodeShare, megabytes, slurm_resources
-from hpcsched.runner import ALLOCATION_SAFETY, backend_for, checked_trainable
+from hpcsched.backends import ALLOCATION_SAFETY, backend_for
+from hpcsched.runner import checked_trainable
 from hpcsched.spec import Spec
 
 # sbatch options that take no value (the others take one: --opt=value, --opt value, -o value, -ovalue)

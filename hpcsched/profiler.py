@@ -75,7 +75,7 @@ def run_profile(args: argparse.Namespace) -> int:
     from hpcsched.clock import WallClock
     from hpcsched.executors.launching import ProcessSettings
     from hpcsched.profile_file import build_profile, write_profile
-    from hpcsched.runner import backend_for
+    from hpcsched.backends import backend_for
     from hpcsched.spec import load_spec
     from hpcsched.trainables import check_trainable, resolve_reference
 

@@ -1,7 +1,8 @@
 """``hpcsched run``: a real experiment on a backend (local processes or SLURM steps).
 
-Builds the run directory, executor, journal, state and scheduler around the one controller
-loop, resumes from the journal with ``--resume``, prints progress, and writes result.json.
+The orchestration of one run: the run directory (new, or resumed from its journal), the deadline
+(``plan_deadline``), the backend's executor (``backends``), the controller (``assembly``), signals
+(``interrupts``), progress lines (``progress``) and result.json at the end.
 """
 
 from __future__ import annotations
@@ -9,22 +10,22 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import os
-import signal
 import socket
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
-from hpcsched.clock import WallClock
 from hpcsched.assembly import build_controller
-from hpcsched.controller import Controller
+from hpcsched.backends import ALLOCATION_SAFETY, Backend, backend_for
+from hpcsched.clock import WallClock
 from hpcsched.durations import format_duration
 from hpcsched.errors import RunDirError, SpecError, UserError
 from hpcsched.executors.launching import ProcessSettings
+from hpcsched.interrupts import install_interrupts, restore_interrupts
 from hpcsched.journal import JsonlJournal, read_journal
-from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, FinishReason, Launched,
-                              Record, Reported, RunExtended, RunFinished, RunStarted, StopIntent, StopRequested)
+from hpcsched.progress import Progress
+from hpcsched.records import FinishReason, Record, RunStarted
 from hpcsched.result import ResultKeeper, build_result, write_result, iso_time
 from hpcsched.rundir import RunDir
 from hpcsched.spec import Spec
@@ -79,28 +80,44 @@ def checked_trainable(spec: Spec) -> str:
     return trainable
 
 
-def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Backend", run_dir: RunDir,
-         records: list[Record], journal: JsonlJournal, out: TextIO) -> dict[str, Any]:
-    clock = WallClock()
+@dataclass(frozen=True)
+class DeadlinePlan:
+    """When a (resumed) run ends, and what --extend changes."""
+
+    deadline: float  # absolute, on the wall clock
+    extension: tuple[float, float] | None = None  # (new deadline, seconds asked) to journal, or None
+    late: bool = False  # the deadline has passed: collect what the trials left and finish, launch nothing
+
+
+def plan_deadline(spec: Spec, options: RunOptions, records: list[Record], now: float,
+                  hard_end: float | None) -> DeadlinePlan:
+    """A new run's deadline (``--deadline`` or the spec's, within the allocation's end ``hard_end``),
+    or a resumed run's (its journal's, moved by ``--extend``, within ``hard_end``)."""
     started = next((r for r in records if isinstance(r, RunStarted)), None)
-    hard_end = backend.ends_at - ALLOCATION_SAFETY if backend.ends_at is not None else None
-    extension: tuple[float, float] | None = None
-    if started is not None:
-        current = RunState.replayed(records).deadline or started.deadline
-        if options.extend is not None:
-            wanted = max(current, clock.now()) + options.extend
-            deadline = wanted if hard_end is None else min(wanted, hard_end)
-            if deadline > current:
-                extension = (deadline, options.extend)
-        else:
-            deadline = current if hard_end is None else min(current, hard_end)
-        late = clock.now() >= deadline - spec.controller.stop_margin
-    else:
+    if started is None:
         seconds = options.deadline if options.deadline is not None else spec.deadline
         if seconds is None and hard_end is None:
             raise SpecError(["deadline: required (in the spec, or --deadline 30m)"], str(spec.source or spec.name))
-        deadline = min(t for t in (clock.now() + seconds if seconds is not None else None, hard_end) if t is not None)
-        late = False
+        return DeadlinePlan(min(t for t in (now + seconds if seconds is not None else None, hard_end)
+                                if t is not None))
+    current = RunState.replayed(records).deadline or started.deadline
+    extension: tuple[float, float] | None = None
+    if options.extend is not None:
+        wanted = max(current, now) + options.extend
+        deadline = wanted if hard_end is None else min(wanted, hard_end)
+        if deadline > current:
+            extension = (deadline, options.extend)
+    else:
+        deadline = current if hard_end is None else min(current, hard_end)
+    return DeadlinePlan(deadline, extension, now >= deadline - spec.controller.stop_margin)
+
+
+def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: Backend, run_dir: RunDir,
+         records: list[Record], journal: JsonlJournal, out: TextIO) -> dict[str, Any]:
+    clock = WallClock()
+    hard_end = backend.ends_at - ALLOCATION_SAFETY if backend.ends_at is not None else None
+    plan = plan_deadline(spec, options, records, clock.now(), hard_end)
+    deadline, extension, late = plan.deadline, plan.extension, plan.late
 
     executor = backend.make_executor(ProcessSettings(
         run_dir=run_dir.path, trainable=trainable, max_steps=variant.scheduler.R, metric=spec.metric.name,
@@ -122,7 +139,7 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
     state = controller.state
     run_dir.claim(options.backend)
     run_dir.reserve_space()
-    previous = _install_interrupts(controller, backend.ends_at)
+    previous = install_interrupts(controller, backend.ends_at)
     try:
         if extension is not None:
             controller.extend(*extension)
@@ -158,7 +175,7 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: "Bac
             print(f"hpcsched: {reason}; the result keeps the best checkpoint saved so far", file=sys.stderr)
             controller.abort(reason)
     finally:
-        _restore_interrupts(previous)
+        restore_interrupts(previous)
         executor.shutdown()
         _sync_quietly(journal)
     result = build_result(spec, variant.name, run_dir, state)
@@ -203,137 +220,3 @@ def _open_run_dir(spec: Spec, options: RunOptions) -> tuple[RunDir, list[Record]
     if spec.source is not None and spec.source.exists():
         run_dir.spec_copy.write_text(spec.source.read_text())
     return run_dir, []
-
-
-ALLOCATION_SAFETY = 30.0  # seconds kept between the run's deadline and the end of its SLURM allocation
-
-
-@dataclass(frozen=True)
-class Backend:
-    make_executor: Callable[[ProcessSettings, Any], Any]
-    ends_at: float | None = None  # when the allocation ends (SLURM)
-    max_atoms_per_trial: int | None = None  # trials that are single processes cannot span nodes
-
-
-def backend_for(spec: Spec, backend: str) -> Backend:
-    """Check the spec's resources for ``backend``; return how to build its executor."""
-    r = spec.resources
-    if backend == "local":
-        from hpcsched.executors.local import LocalExecutor, local_resources
-
-        resources = local_resources(r.atoms, r.gpus_per_atom, r.cpus_per_atom, r.distributed)
-        return Backend(lambda settings, clock: LocalExecutor(settings, clock, resources))
-    if backend == "slurm":
-        from hpcsched.executors.slurm import SlurmExecutor, allocation_deadline, read_allocation, slurm_resources
-
-        allocation = read_allocation()
-        resources = slurm_resources(allocation, r.atoms, r.gpus_per_atom, r.cpus_per_atom, r.mem_per_atom,
-                                    r.distributed)
-        return Backend(lambda settings, clock: SlurmExecutor(settings, clock, resources, allocation.job_id),
-                       ends_at=allocation_deadline(allocation), max_atoms_per_trial=resources.max_atoms_per_trial)
-    raise UserError(f"--backend: unknown backend {backend!r}; valid: local, slurm")
-
-
-# ---------------------------------------------------------------- interrupts
-
-
-TIME_LIMIT_WARNING = 900.0  # a SIGUSR1 this close to the allocation's end is Slurm's --signal warning
-
-
-def _install_interrupts(controller: Controller, allocation_ends_at: float | None) -> dict[int, Any]:
-    """SIGINT, SIGTERM and an early SIGUSR1 (preemption, ``scancel --signal=USR1``) stop the
-    controller, to be resumed; SIGUSR1 near the allocation's time limit ends the run as its deadline."""
-    previous = {}
-
-    def handler(signum, frame):  # noqa: ARG001
-        near_end = allocation_ends_at is not None and allocation_ends_at - controller.clock.now() <= TIME_LIMIT_WARNING
-        if signum == signal.SIGUSR1 and near_end:
-            controller.interrupt("the allocation's time limit is near (SIGUSR1)", at_deadline=True)
-        else:
-            controller.interrupt(f"interrupted by {signal.Signals(signum).name}")
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):  # USR1: SLURM's warning before the time limit
-        previous[sig] = signal.signal(sig, handler)
-    return previous
-
-
-def _restore_interrupts(previous: dict[int, Any]) -> None:
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
-
-
-# ---------------------------------------------------------------- progress
-
-
-class Progress:
-    """One line per state change: what happened, trials by state, atoms in use, best, time left."""
-
-    def __init__(self, out: TextIO, clock, quiet: bool = False):
-        self.out = out
-        self.clock = clock
-        self.quiet = quiet
-        self._start: float | None = None
-
-    def say(self, text: str) -> None:
-        if not self.quiet:
-            print(text, file=self.out, flush=True)
-
-    def on_record(self, record: Record, state: RunState) -> None:
-        if self._start is None:
-            self._start = state.started.t if state.started else record.t
-        what = self._describe(record, state)
-        if what is None or self.quiet:
-            return
-        c = state.counts
-        best = (f"best {state.best_score:.4g} ({state.best_trial}@{state.best_step})"
-                if state.best_score is not None else "best -")
-        left = state.deadline - record.t if state.deadline is not None else 0.0
-        print(f"[+{format_duration(record.t - self._start):>6}] {what:<38} | run {c['running'] + c['launching']} "
-              f"stop {c['stopping']} paused {c['paused']} done {c['completed'] + c['terminated']} "
-              f"err {c['errored']} | atoms {state.total_atoms - state.free_atoms}/{state.total_atoms} | {best} "
-              f"| left {format_duration(left)}", file=self.out, flush=True)
-
-    @staticmethod
-    def _describe(record: Record, state: RunState) -> str | None:
-        if isinstance(record, Launched):
-            n = len(record.atoms)
-            return f"{record.trial} {record.reason} on {n} atom{'s' if n > 1 else ''}" + \
-                (f" from step {record.from_step}" if record.from_step else "")
-        if isinstance(record, StopRequested):
-            extra = f" to {record.atoms}" if record.intent == StopIntent.RESIZE else ""
-            return f"{record.trial} {record.intent}{extra}" + (f" ({record.reason})" if record.reason else "")
-        if isinstance(record, Exited):
-            text = f"{record.trial} {record.outcome} at step {record.step}"
-            return text + (f": {record.error.splitlines()[-1][:60]}" if record.error else "")
-        if isinstance(record, Reported) and state.best_trial == record.trial and state.best_step == record.step \
-                and state.best_score == record.score:
-            return f"{record.trial} new best at step {record.step}"
-        if isinstance(record, EntranceClosed):
-            return "exploration closed"
-        if isinstance(record, ControllerResumed):
-            return "controller resumed"
-        if isinstance(record, RunFinished):
-            return f"run finished ({record.reason})"
-        if isinstance(record, ControllerStopped):
-            return f"controller stopped ({record.reason}); --resume goes on"
-        if isinstance(record, RunExtended):
-            return f"deadline extended by {format_duration(record.by)}"
-        return None
-
-    def summary(self, result: dict[str, Any], run_dir: RunDir) -> None:
-        if self.quiet:
-            return
-        best = result.get("best")
-        if best is None:
-            self.say(f"no checkpointed result; see {run_dir.path}")
-            return
-        self.say(f"\nbest: trial {best['trial']} {result['metric']}={best['score']:.4g} at step {best['step']}")
-        self.say(f"config: {best['config']}")
-        self.say(f"checkpoint: {best['checkpoint']}")
-        done = result.get("best_completed")
-        if done is None:
-            self.say(f"no trial was trained to R = {result['max_steps']} steps")
-        elif done["trial"] != best["trial"] or done["step"] != best["step"]:
-            self.say(f"best fully trained (step {done['step']}): trial {done['trial']} "
-                     f"{result['metric']}={done['score']:.4g}, {done['checkpoint']}")
-        self.say(f"result: {run_dir.result}")

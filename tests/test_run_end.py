@@ -10,7 +10,7 @@ from hpcsched.controller import Controller, RunSettings
 from hpcsched.executors.sim import SimExecutor
 from hpcsched.journal import ListJournal
 from hpcsched.records import ControllerStopped, Reported, RunExtended, RunFinished
-from hpcsched.runner import TIME_LIMIT_WARNING, _install_interrupts, _restore_interrupts
+from hpcsched.interrupts import TIME_LIMIT_WARNING, install_interrupts, restore_interrupts
 from hpcsched.samplers import IndexSampler
 from hpcsched.scaling import named_scaling
 from hpcsched.schedulers import make_scheduler
@@ -80,9 +80,9 @@ def test_sigusr1_near_the_allocations_end_is_the_deadline_elsewhere_a_stop():
                                       (None, signal.SIGUSR1, False),
                                       (60.0, signal.SIGTERM, False)]:
         recorder = Recorder()
-        previous = _install_interrupts(recorder, None if ends_in is None else recorder.clock.now() + ends_in)
+        previous = install_interrupts(recorder, None if ends_in is None else recorder.clock.now() + ends_in)
         try:
             os.kill(os.getpid(), signum)
         finally:
-            _restore_interrupts(previous)
+            restore_interrupts(previous)
         assert [at for _, at in recorder.calls] == [expected], (ends_in, signum, recorder.calls)
