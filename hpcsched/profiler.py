@@ -20,14 +20,15 @@ import datetime as dt
 import shutil
 import socket
 import sys
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import yaml
 
+from hpcsched.clock import Clock
 from hpcsched.errors import UserError
+from hpcsched.executors.base import Executor
 from hpcsched.scores import ExitOutcome
 
 TRIAL = "p0000"
@@ -107,14 +108,15 @@ def run_profile(args: argparse.Namespace) -> int:
     settings = ProcessSettings(run_dir=work, trainable=trainable, max_steps=max_steps, metric=spec.metric.name,
                                mode=spec.metric.mode, poll_interval=min(0.1, spec.controller.poll_interval),
                                stop_grace=spec.controller.stop_grace)
-    executor = backend.make_executor(settings, WallClock())
+    clock = WallClock()
+    executor = backend.make_executor(settings, clock)
     print(f"profiling {spec.name} ({trainable}) on {args.backend}: atoms {', '.join(map(str, atoms))}, "
           f"{steps} reports each; config {config}", flush=True)
     measurements: list[Measurement] = []
     try:
         from_step = 0
         for number, a in enumerate(atoms, start=1):
-            m = measure(executor, executor.atom_ids()[:a], config, from_step, number, steps, timeout)
+            m = measure(executor, clock, executor.atom_ids()[:a], config, from_step, number, steps, timeout)
             measurements.append(m)
             from_step = m.checkpoint_step
             print(f"  {a} atom(s): {m.steps_per_second:.4g} steps/s, startup {m.startup_seconds:.3g} s", flush=True)
@@ -211,14 +213,15 @@ def _work_dir(out: Path, name: str) -> Path:
 # ---------------------------------------------------------------- measuring
 
 
-def measure(executor, atom_ids: Sequence[str], config: dict[str, Any], from_step: int, number: int,
-            steps: int, timeout: float, poll: float = 0.05) -> Measurement:
+def measure(executor: Executor, clock: Clock, atom_ids: Sequence[str], config: dict[str, Any], from_step: int,
+            number: int, steps: int, timeout: float) -> Measurement:
     """Launch the trial on ``atom_ids`` (from ``from_step``), collect ``steps`` reports, stop it and
-    wait for its exit; return its throughput and startup."""
+    wait for its exit; return its throughput and startup. Time is the injected ``clock``'s (the
+    wall clock for real processes, a virtual one over simulated trials)."""
     from hpcsched.executors.base import LaunchRequest, TrialExit, TrialReport, TrialStarted
     from hpcsched.records import LaunchReason
 
-    launched = time.time()
+    launched = clock.now()
     executor.launch(LaunchRequest(TRIAL, 0, dict(config), tuple(atom_ids), from_step,
                                   LaunchReason.START if from_step == 0 else LaunchReason.RESIZE, number))
     started: float | None = None
@@ -226,8 +229,8 @@ def measure(executor, atom_ids: Sequence[str], config: dict[str, Any], from_step
     stop_asked = False
     exit_event = None
     while exit_event is None:
-        now = time.time()
-        if now - launched > timeout:
+        now = clock.now()
+        if now - launched >= timeout:
             executor.shutdown()
             raise ProfileFailed(f"{len(atom_ids)} atom(s): no exit within {timeout:g} s "
                                 f"({len(reports)} of {steps} reports)")
@@ -242,7 +245,7 @@ def measure(executor, atom_ids: Sequence[str], config: dict[str, Any], from_step
             executor.request_stop(TRIAL)
             stop_asked = True
         if exit_event is None:
-            time.sleep(poll)
+            clock.sleep_until(min(executor.next_wakeup(now), launched + timeout))
     if exit_event.outcome == ExitOutcome.ERRORED:
         raise ProfileFailed(f"{len(atom_ids)} atom(s): the trial failed: {exit_event.error}")
     if len(reports) < steps:

@@ -153,3 +153,23 @@ def test_the_profile_changes_resize_decisions(tmp_path):
     grown = _decisions_with(linear.scheduler)
     assert grown == [ResizeTrial("a", 6, "grow 1->6 (top_job)")]
     assert _decisions_with(flat.scheduler) == []  # no speedup measured: no resize
+
+
+def test_measure_runs_on_the_injected_clock_over_simulated_trials():
+    """The profiler's measuring loop keeps time by the clock it is given: over simulated trials on a
+    virtual clock it reads the simulator's true speed and startup exactly, in no wall time."""
+    from hpcsched.clock import VirtualClock
+    from hpcsched.executors.sim import SimExecutor
+    from hpcsched.profiler import ProfileFailed, measure
+    from hpcsched.scaling import named_scaling
+    from tests.test_simulator import ListWorkload, linear_curve
+
+    clock = VirtualClock(100.0)
+    executor = SimExecutor(ListWorkload([linear_curve("c", 40, step_time=2.0)]), clock, named_scaling("sqrt"), 5.0)
+    one = measure(executor, clock, ["0"], {}, 0, 1, steps=4, timeout=60.0)
+    assert (one.atoms, one.startup_seconds) == (1, 5.0)
+    assert one.steps_per_second == pytest.approx(0.5)
+    four = measure(executor, clock, ["0", "1", "2", "3"], {}, one.checkpoint_step, 2, steps=4, timeout=60.0)
+    assert four.steps_per_second == pytest.approx(0.5 * 2.0)  # sqrt scaling: 2x on 4 atoms
+    with pytest.raises(ProfileFailed, match="no exit within 3 s"):
+        measure(executor, clock, ["0"], {}, four.checkpoint_step, 3, steps=4, timeout=3.0)
