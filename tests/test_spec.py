@@ -127,3 +127,38 @@ def test_shipped_specs_validate(path):
         if any("no such trace file" in p for p in exc.problems) and not (REPO.parent / "shared").exists():
             pytest.skip(f"{path.name}: the shared curves are absent")
         raise
+
+
+def test_each_sections_keys_are_its_dataclass_fields():
+    """The spec's keys are written once: every section's parser table is its dataclass's fields."""
+    from dataclasses import fields
+
+    from hpcsched.samplers import SamplerSpec
+    from hpcsched.spec import TOP_KEYS, ControllerSpec, MetricSpec, ResourcesSpec, SchedulerSpec, Spec, WorkloadSpec
+    from hpcsched.spec.sections import (CONTROLLER_FIELDS, METRIC_FIELDS, RESOURCES_FIELDS, SAMPLER_FIELDS,
+                                        scheduler_fields, workload_fields)
+
+    def names(cls):
+        return [x.name for x in fields(cls)]
+
+    assert list(METRIC_FIELDS) == names(MetricSpec)
+    assert list(SAMPLER_FIELDS) == names(SamplerSpec)
+    assert list(RESOURCES_FIELDS) == names(ResourcesSpec)
+    assert list(CONTROLLER_FIELDS) == names(ControllerSpec)
+    assert sorted(scheduler_fields("scheduler", [])) == sorted(names(SchedulerSpec))
+    assert list(workload_fields([])) == names(WorkloadSpec)
+    assert set(TOP_KEYS) == set(names(Spec)) - {"source", "raw"} | {"matrix"}
+
+
+def test_a_bad_value_is_reported_once_without_follow_on_problems():
+    from hpcsched.spec import parse_experiment
+
+    raw = {"name": "x", "workload": {"kind": "synthetic"}, "scheduler": {"kind": "fast", "r": 0, "R": 10,
+                                                                         "backfill": "yes"}}
+    with pytest.raises(SpecError) as err:
+        parse_experiment(raw)
+    text = str(err.value)
+    assert "scheduler.kind: expected one of asha, hypersched, random, one_epoch, got 'fast'" in text
+    assert "scheduler.r: must be >= 1, got 0" in text
+    assert "scheduler.backfill: expected true or false, got 'yes'" in text
+    assert "only for kind" not in text and "must be <= R" not in text

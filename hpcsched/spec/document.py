@@ -1,0 +1,234 @@
+"""A spec document: read (bounded), validated section by section, expanded over its matrix.
+
+Every problem names its field path and the offending value; all problems of a file are
+collected into one SpecError before anything runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from hpcsched.errors import SpecError, shown
+from hpcsched.samplers import SamplerSpec
+from hpcsched.space import parse_space
+from hpcsched.spec import fields as f
+from hpcsched.spec.model import (MAX_MATRIX_CELLS, MAX_SPEC_BYTES, MAX_SPEC_VALUES, Cell, ControllerSpec, Experiment,
+                                 MetricSpec, ResourcesSpec, Spec, Variant)
+from hpcsched.spec.sections import (check_sampler, parse_controller, parse_metric, parse_resources, parse_sampler,
+                                    parse_scheduler, parse_variants, parse_workload)
+
+# the document's top-level keys: the Spec's fields as written in a file, and the matrix over them
+TOP_KEYS = tuple(x.name for x in fields(Spec) if x.name not in ("source", "raw")) + ("matrix",)
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and validate a spec file; raise SpecError listing every problem."""
+    path = Path(path)
+    raw = read_yaml(path)
+    return parse_experiment(raw, source=path)
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read a spec that has no matrix (for real runs)."""
+    return single_spec(load_experiment(path), str(path))
+
+
+def single_spec(experiment: Experiment, where: str) -> Spec:
+    """The experiment's one spec; SpecError when it has a matrix (a real run is one cell)."""
+    if len(experiment.cells) > 1:
+        raise SpecError([f"matrix: a real run takes a spec without a matrix, got keys {list(experiment.matrix_keys)}"],
+                        where)
+    return experiment.spec
+
+
+def read_yaml(path: Path) -> Any:
+    try:
+        size = path.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise SpecError([f"the spec file has {size} bytes; a spec is at most {MAX_SPEC_BYTES}"], str(path))
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError([f"cannot read the spec file: {exc.strerror or exc}"], str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise SpecError([f"not UTF-8 text: {exc}"], str(path)) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError([f"not valid YAML: {exc}"], str(path)) from None
+
+
+def _expanded_size(raw: Any, limit: int) -> int | None:
+    """How many values the document holds with shared (aliased) parts counted every time they
+    appear; None when it is more than ``limit`` or refers to itself. Linear in the document."""
+    sizes: dict[int, int] = {}
+    visiting: set[int] = set()
+
+    def size(node: Any) -> int:
+        if not isinstance(node, (dict, list)):
+            return 1
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in visiting:
+            raise RecursionError
+        visiting.add(key)
+        children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > limit:
+                raise OverflowError
+        visiting.discard(key)
+        sizes[key] = total
+        return total
+
+    try:
+        return size(raw)
+    except (OverflowError, RecursionError):
+        return None
+
+
+def parse_experiment(raw: Any, source: Path | None = None) -> Experiment:
+    """Validate a parsed YAML document into an Experiment."""
+    where = str(source) if source else "spec"
+    if _expanded_size(raw, MAX_SPEC_VALUES) is None:
+        raise SpecError([f"(top level): the document refers to itself or expands to more than {MAX_SPEC_VALUES} "
+                         f"values (YAML aliases?)"], where)
+    if not isinstance(raw, Mapping):
+        raise SpecError([f"(top level): expected a mapping of spec sections, got {shown(raw)}"], where)
+    problems: list[str] = []
+    matrix = _parse_matrix(raw.get("matrix"), problems)
+    base_raw = {k: v for k, v in raw.items() if k != "matrix"}
+    checked_traces: dict[tuple[Path, bool], str | None] = {}
+    spec = _parse_spec(base_raw, source, problems, checked_traces)
+    cells: list[Cell] = []
+    n_cells = math.prod(len(values) for _, values in matrix)
+    if n_cells > MAX_MATRIX_CELLS:
+        problems.append(f"matrix: {n_cells} cells ({' x '.join(str(len(v)) for _, v in matrix)}); "
+                        f"at most {MAX_MATRIX_CELLS}")
+    if matrix and not problems:
+        keys = [k for k, _ in matrix]
+        for values in itertools.product(*(vals for _, vals in matrix)):
+            cell_raw = copy.deepcopy(base_raw)
+            labels = [_assign(cell_raw, key, value) for key, value in zip(keys, values)]
+            cell_problems: list[str] = []
+            label = ", ".join(f"{k}={shown(v)}" for k, v in zip(keys, labels))
+            cell_spec = _parse_spec(cell_raw, source, cell_problems, checked_traces)
+            problems.extend(f"matrix cell ({label}): {p}" for p in cell_problems)
+            if cell_spec is not None:
+                cells.append(Cell(tuple(zip(keys, labels)), cell_spec))
+    if problems or spec is None:
+        raise SpecError(problems, where)
+    if not matrix:
+        cells = [Cell((), spec)]
+    return Experiment(spec, tuple(cells), tuple(k for k, _ in matrix))
+
+
+def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
+                checked_traces: dict[tuple[Path, bool], str | None]) -> Spec | None:
+    before = len(problems)
+    top = f.Section(raw, "", problems)
+    name = top.take("name", f.run_name, default=f.default_name(source))
+    trainable = top.take("trainable", f.trainable_ref, default=None)
+    metric = top.take("metric", lambda v: parse_metric(v, problems), default=MetricSpec())
+    space_raw = top.take("space", lambda v: v, default=None)
+    space = parse_space(space_raw, "space", problems) if "space" in raw else None
+    sampler = top.take("sampler", lambda v: parse_sampler(v, problems), default=SamplerSpec())
+    scheduler_raw = top.take("scheduler", f.mapping, default={})
+    resources = top.take("resources", lambda v: parse_resources(v, problems), default=ResourcesSpec())
+    deadline = top.take("deadline", f.positive_duration, default=None)
+    max_trials = top.take("max_trials", f.optional(f.int_at_least(1)), default=None)
+    seed = top.take("seed", f.int_at_least(0), default=0)
+    base_dir = source.parent if source else Path.cwd()
+    workload = top.take("workload", lambda v: parse_workload(v, base_dir, problems, checked_traces), default=None)
+    controller = top.take("controller", lambda v: parse_controller(v, problems), default=ControllerSpec())
+    variants_raw = top.take("variants", f.list_of_mappings, default=None)
+    top.take("matrix", lambda v: v, default=None)
+    top.reject_unknown(TOP_KEYS)
+
+    scheduler = None
+    variants: list[Variant] = []
+    if scheduler_raw is not None:
+        scheduler = parse_scheduler(scheduler_raw, "scheduler", problems, base_dir)
+        variants = parse_variants(variants_raw, scheduler_raw, scheduler, problems, base_dir)
+    if trainable is None and workload is None and len(problems) == before:
+        problems.append("trainable: required (or a workload: section for simulation)")
+    if trainable is not None and space is None and "space" not in raw:
+        problems.append("space: required for a trainable (the search space to explore)")
+    if isinstance(sampler, SamplerSpec):
+        check_sampler(sampler, space, "space" in raw, problems)
+    if workload is not None and workload.kind == "synthetic" and isinstance(metric, MetricSpec) \
+            and metric.mode != "max":
+        problems.append(f"metric.mode: synthetic curves are scores to maximise, got {shown(metric.mode)}")
+    explicit_margin = isinstance(raw.get("controller"), Mapping) and "stop_margin" in raw["controller"]
+    if deadline is not None and explicit_margin and isinstance(controller, ControllerSpec) \
+            and controller.stop_margin >= deadline:
+        problems.append(f"controller.stop_margin: must be below the deadline ({deadline:g} s), "
+                        f"got {controller.stop_margin:g} s")
+    if len(problems) != before or scheduler is None:
+        return None
+    return Spec(name=name, metric=metric, scheduler=scheduler, resources=resources,
+                variants=tuple(variants), space=space, sampler=sampler, trainable=trainable, deadline=deadline,
+                max_trials=max_trials, seed=seed, workload=workload, controller=controller, source=source,
+                raw=raw)
+
+
+def _parse_matrix(raw: object, problems: list[str]) -> list[tuple[str, list]]:
+    """Axes of the matrix. An axis is a field path with a list of values, or a free name with a
+    list of bundles ``{label: ..., path: value, ...}`` that set several fields together."""
+    if raw is None:
+        return []
+    if not isinstance(raw, Mapping) or not raw:
+        problems.append(f"matrix: expected a mapping of field paths to lists of values, got {shown(raw)}")
+        return []
+    out = []
+    for key, values in raw.items():
+        key = str(key)
+        if not isinstance(values, list) or not values:
+            problems.append(f"matrix.{key}: expected a non-empty list of values, got {shown(values)}")
+            continue
+        if key.split(".")[0] in TOP_KEYS:
+            paths = [key]
+        elif all(isinstance(v, Mapping) and "label" in v for v in values):
+            paths = sorted({str(p) for v in values for p in v if p != "label"})
+        else:
+            problems.append(f"matrix.{key}: not a spec field (valid: {', '.join(TOP_KEYS)}) and not a list of "
+                            f"bundles {{label: ..., field.path: value}}")
+            continue
+        bad = [p for p in paths if p.split(".")[0] in ("matrix", "variants", "name") or
+               p.split(".")[0] not in TOP_KEYS]
+        if bad:
+            problems.append(f"matrix.{key}: cannot vary {shown(bad[0])}")
+            continue
+        out.append((key, values))
+    return out
+
+
+def _assign(raw: dict, key: str, value: Any) -> Any:
+    """Set one matrix axis in a raw spec; return the value shown in the summary column."""
+    if key.split(".")[0] in TOP_KEYS:
+        _set_path(raw, key, value)
+        return value
+    for path, v in value.items():
+        if path != "label":
+            _set_path(raw, str(path), v)
+    return value["label"]
+
+
+def _set_path(raw: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = raw
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value

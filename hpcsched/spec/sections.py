@@ -1,0 +1,203 @@
+"""The spec's sections, each read through one table of its keys (the keys are its dataclass's fields).
+
+A value that fails its parser is reported with its field path and left out, so the section's
+dataclass keeps its default there; the spec as a whole is then refused (``SpecError``) with every
+problem listed, so no default stands in for a bad value in a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from hpcsched.errors import shown
+from hpcsched.mode import MODES
+from hpcsched.samplers import EXTRA_FOR, MODEL_SAMPLERS, SAMPLER_NAMES, SamplerSpec, missing_modules
+from hpcsched.scaling import Scaling
+from hpcsched.scores import NON_FINITE_POLICIES
+from hpcsched.space import Space
+from hpcsched.spec import fields as f
+from hpcsched.spec.model import (AFTER_CLOSE, ALLOCATION_POLICIES, ASHA_ONLY, COMMON_SCHEDULER_KEYS, MAX_ATOMS, MAX_ETA,
+                                 MAX_STEPS, RETROSPECTIVE, RUNG_TRUST, SCHEDULER_KINDS, WORKLOAD_KINDS, ControllerSpec,
+                                 MetricSpec, ResourcesSpec, SchedulerSpec, Variant, WorkloadSpec)
+
+Table = Mapping[str, Callable[[Any], Any]]
+PROFILE_KEY = "profile"  # scheduler.profile: a profile file that gives scaling and startup_estimate
+HYPERSCHED_ONLY = tuple(x.name for x in fields(SchedulerSpec)
+                        if x.name not in COMMON_SCHEDULER_KEYS + ASHA_ONLY) + (PROFILE_KEY,)
+
+METRIC_FIELDS: Table = {"name": f.string, "mode": f.one_of(*MODES), "non_finite": f.one_of(*NON_FINITE_POLICIES)}
+SAMPLER_FIELDS: Table = {"name": f.one_of(*SAMPLER_NAMES), "startup_trials": f.int_at_least(0),
+                         "random_fraction": f.fraction}
+RESOURCES_FIELDS: Table = {"atoms": f.auto_or(f.at_most(f.int_at_least(1), MAX_ATOMS)),
+                           "gpus_per_atom": f.auto_or(f.int_at_least(0)), "cpus_per_atom": f.int_at_least(1),
+                           "mem_per_atom": f.memory, "distributed": f.boolean}
+CONTROLLER_FIELDS: Table = {"poll_interval": f.positive_duration, "stop_margin": f.duration,
+                            "stop_grace": f.positive_duration, "hang_timeout": f.hang_timeout,
+                            "verdict_timeout": f.duration}
+
+
+def scheduler_fields(path: str, problems: list[str]) -> Table:
+    """The scheduler section's keys (``scaling`` reports its own nested problems under ``path``)."""
+    return {"kind": f.one_of(*SCHEDULER_KINDS), "r": f.at_most(f.int_at_least(1), MAX_STEPS),
+            "R": f.at_most(f.int_at_least(1), MAX_STEPS), "eta": f.at_most(f.number_at_least(2), MAX_ETA),
+            "atoms_per_trial": f.int_at_least(1), "speculative": f.boolean,
+            "rung_trust": f.one_of(*RUNG_TRUST), "retrospective": f.one_of(*RETROSPECTIVE),
+            "entrance": f.entrance, "after_close": f.one_of(*AFTER_CLOSE),
+            "allocation": f.one_of(*ALLOCATION_POLICIES), "overhead_aware": f.boolean,
+            "scaling": lambda v: f.scaling(v, f"{path}.scaling", problems), "backfill": f.boolean,
+            "allocation_grid": f.int_at_least(1), "resize_margin": f.number_at_least(0),
+            "resize_cooldown": f.int_at_least(0), "startup_quantile": f.fraction,
+            "startup_estimate": f.optional(f.duration), "max_atoms_per_trial": f.optional(f.int_at_least(1))}
+
+
+def workload_fields(problems: list[str]) -> Table:
+    return {"kind": f.one_of(*WORKLOAD_KINDS), "path": f.string, "step_time": f.positive_duration,
+            "startup": f.duration, "step_overhead": f.duration,
+            "scaling": lambda v: f.scaling(v, "workload.scaling", problems), "trials": f.int_at_least(1),
+            "noise": f.number_at_least(0)}
+
+
+def parse_metric(raw: object, problems: list[str]) -> MetricSpec:
+    if isinstance(raw, str):
+        return MetricSpec(name=f.string(raw))
+    return MetricSpec(**f.Section(raw, "metric", problems).read(METRIC_FIELDS))
+
+
+def parse_sampler(raw: object, problems: list[str]) -> SamplerSpec:
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    section = f.Section(raw, "sampler", problems)
+    sampler = SamplerSpec(**section.read(SAMPLER_FIELDS))
+    for key in ("startup_trials", "random_fraction"):
+        if key in section.raw and sampler.name not in MODEL_SAMPLERS:
+            problems.append(f"sampler.{key}: only for a model-based sampler ({', '.join(MODEL_SAMPLERS)}), "
+                            f"not for {shown(sampler.name)}")
+    return sampler
+
+
+def check_sampler(sampler: SamplerSpec, space: Space | None, has_space: bool, problems: list[str]) -> None:
+    """A sampler other than random needs a space, its library installed, and no grid parameters (a model)."""
+    if sampler.name == "random":
+        return
+    if not has_space:
+        problems.append(f"sampler: {shown(sampler.name)} needs a space: section to propose from")
+        return
+    missing = missing_modules(sampler.name)
+    if missing:
+        extras = sorted({EXTRA_FOR[m] for m in missing})
+        problems.append(f"sampler: {shown(sampler.name)} needs {', '.join(missing)}, which is not installed "
+                        f"(pip install {' '.join(repr(e) for e in extras)})")
+    if space is not None and sampler.name in MODEL_SAMPLERS and space.grid_params:
+        for param in space.grid_params:
+            problems.append(f"space.{param.name}: a grid parameter cannot be proposed by sampler "
+                            f"{shown(sampler.name)}; use choice")
+
+
+def parse_resources(raw: object, problems: list[str]) -> ResourcesSpec:
+    return ResourcesSpec(**f.Section(raw, "resources", problems).read(RESOURCES_FIELDS))
+
+
+def parse_controller(raw: object, problems: list[str]) -> ControllerSpec:
+    return ControllerSpec(**f.Section(raw, "controller", problems).read(CONTROLLER_FIELDS))
+
+
+def _profile(value: Any, base_dir: Path) -> tuple[Scaling, float | None]:
+    """A profile file written by ``hpcsched profile``: its speedup table and startup estimate."""
+    from hpcsched.profile_file import read_profile
+
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected the path of a profile file, got {shown(value)}")
+    path = Path(value)
+    return read_profile(path if path.is_absolute() else base_dir / path)
+
+
+def parse_scheduler(raw: Mapping, path: str, problems: list[str],
+                    base_dir: Path | None = None) -> SchedulerSpec | None:
+    base_dir = base_dir or Path.cwd()
+    before = len(problems)
+    section = f.Section(raw, path, problems)
+    values = section.read(scheduler_fields(path, problems), also=(PROFILE_KEY,))
+    if PROFILE_KEY in section.raw:
+        profile = section.take(PROFILE_KEY, lambda v: _profile(v, base_dir))
+        if profile is not None:
+            if "scaling" in section.raw:
+                problems.append(f"{path}.profile: gives the scaling itself; remove {path}.scaling "
+                                f"(got both {shown(section.raw['scaling'])} and {shown(section.raw['profile'])})")
+            values["scaling"] = profile[0]
+            if profile[1] is not None and "startup_estimate" not in section.raw:
+                values["startup_estimate"] = profile[1]
+    failed = {key for key in section.raw if key not in values and key != PROFILE_KEY}
+    kind = values.get("kind", SchedulerSpec.kind)
+    for key in () if "kind" in failed else ASHA_ONLY if kind == "hypersched" else HYPERSCHED_ONLY:
+        if key in section.raw:
+            owners = "hypersched" if kind != "hypersched" else "asha, random or one_epoch"
+            problems.append(f"{path}.{key}: only for kind {owners}, "
+                            f"not for kind {shown(kind)} (got {shown(section.raw[key])})")
+    r, R = values.get("r", SchedulerSpec.r), values.get("R", SchedulerSpec.R)
+    if not failed & {"r", "R"} and r > R:
+        problems.append(f"{path}.r: must be <= R ({R}), got {r}")
+    if len(problems) != before:
+        return None
+    return replace(SchedulerSpec(), **values)
+
+
+def parse_variants(raw: list | None, base_raw: Mapping, base: SchedulerSpec | None,
+                   problems: list[str], base_dir: Path) -> list[Variant]:
+    if raw is None:
+        return [Variant(base.kind, base)] if base else []
+    if not raw:
+        problems.append("variants: expected a non-empty list, got []")
+        return []
+    variants: list[Variant] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        path = f"variants[{i}]"
+        v = f.Section(item, path, problems)
+        name = v.take("name", f.string)
+        overrides = v.take("scheduler", f.mapping, default={})
+        v.reject_unknown(("name", "scheduler"))
+        if name is not None and name in seen:
+            problems.append(f"{path}.name: duplicate variant name {shown(name)}")
+        seen.add(name or "")
+        if overrides is None:
+            continue
+        kind = overrides.get("kind", base_raw.get("kind", SchedulerSpec.kind))
+        not_for_kind = ASHA_ONLY if kind == "hypersched" else HYPERSCHED_ONLY
+        # keys inherited from the base section that do not apply to this variant's kind are dropped;
+        # written in the variant itself they are an error
+        merged = {k: v for k, v in base_raw.items() if k not in not_for_kind}
+        merged.update(overrides)
+        scheduler = parse_scheduler(merged, f"{path}.scheduler", problems, base_dir)
+        if scheduler is not None and name is not None:
+            variants.append(Variant(name, scheduler))
+    return variants
+
+
+def parse_workload(raw: object, base_dir: Path, problems: list[str],
+                   checked_traces: dict[tuple[Path, bool], str | None]) -> WorkloadSpec | None:
+    before = len(problems)
+    section = f.Section(raw, "workload", problems)
+    values = section.read(workload_fields(problems))
+    kind, path = values.get("kind", WorkloadSpec.kind), values.pop("path", None)
+    if kind == "trace":
+        if path is None:
+            if "path" not in section.raw:
+                problems.append("workload.path: required for a trace workload")
+        else:
+            resolved = (base_dir / path) if not Path(path).is_absolute() else Path(path)
+            from hpcsched.workloads.trace import check_trace_file
+
+            key = (resolved, "step_time" not in values)
+            if key not in checked_traces:
+                checked_traces[key] = check_trace_file(resolved, needs_time="step_time" not in values)
+            problem = checked_traces[key]
+            if problem:
+                problems.append(f"workload.path: {problem} ({shown(str(resolved))})")
+            values["path"] = resolved
+    elif path is not None:
+        problems.append(f"workload.path: only for kind 'trace', got {shown(path)}")
+    if len(problems) != before:
+        return None
+    return WorkloadSpec(**values)
