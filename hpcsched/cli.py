@@ -69,17 +69,31 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the latest launch ends")
     logs.set_defaults(func=cmd_logs)
 
-    from hpcsched.profiler import add_profile_arguments
-
     profile = sub.add_parser("profile", help="measure a trainable's throughput and startup per allocation")
-    add_profile_arguments(profile)
+    profile.add_argument("spec", type=Path)
+    profile.add_argument("--atoms", default=None, metavar="LIST",
+                         help="allocations to measure, e.g. 1,2,4,8 (default: 1 and powers of two up to "
+                              "resources.atoms, and resources.atoms)")
+    profile.add_argument("--steps", default="5", metavar="N", help="reports to collect per allocation (>= 2)")
+    profile.add_argument("--out", type=Path, default=None,
+                         help="profile file to write (default: profile.yaml next to the spec)")
+    profile.add_argument("--backend", choices=("local", "slurm"), default="local")
+    profile.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                         help="override a config value of the profiled trial (YAML value); repeatable")
+    profile.add_argument("--variant", default=None, help="the spec variant whose R bounds the trial")
+    profile.add_argument("--timeout", default="15m", metavar="DURATION",
+                         help="longest time per allocation (e.g. 90s, 15m)")
+    profile.add_argument("--keep", action="store_true", help="keep the throwaway run directory")
     profile.set_defaults(func=cmd_profile)
 
-    from hpcsched.analysis.report import add_report_arguments, run_report
-
     report = sub.add_parser("report", help="figures and summary.md for a run directory or simulator output")
-    add_report_arguments(report)
-    report.set_defaults(func=run_report)
+    report.add_argument("path", type=Path, help="a run directory, a journal (.jsonl) or a simulator output directory")
+    report.add_argument("--out", type=Path, default=None, help="where to write the report (default: DIR/report)")
+    report.add_argument("--mode", choices=("max", "min"), default=None,
+                        help="how scores compare (default: from the run's spec/result, else inferred)")
+    report.add_argument("--max-gantt-trials", type=positive_int, default=300,
+                        help="Gantt rows at most: the trials with the most atom-time (default 300)")
+    report.set_defaults(func=cmd_report)
     return parser
 
 
@@ -103,6 +117,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     check_experiment(spec, CheckOptions(variant=args.variant, sbatch_script=args.sbatch_script,
                                         sbatch_args=tuple(args.sbatch_options),
                                         in_allocation=bool(os.environ.get("SLURM_JOB_ID"))), sys.stdout)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from hpcsched.analysis.report import build_report
+
+    for written in build_report(args.path, args.out, args.mode, args.max_gantt_trials):
+        print(written)
     return 0
 
 

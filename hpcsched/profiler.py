@@ -28,6 +28,7 @@ import yaml
 
 from hpcsched.clock import Clock
 from hpcsched.errors import UserError
+from hpcsched.rundir import RunDir
 from hpcsched.executors.base import Executor
 from hpcsched.scores import ExitOutcome
 
@@ -49,26 +50,6 @@ class Measurement:
 
 class ProfileFailed(RuntimeError):
     """The profiled trial crashed, finished too early or took too long."""
-
-
-# ---------------------------------------------------------------- command line
-
-
-def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", type=Path)
-    parser.add_argument("--atoms", default=None, metavar="LIST",
-                        help="allocations to measure, e.g. 1,2,4,8 (default: 1 and powers of two up to "
-                             "resources.atoms, and resources.atoms)")
-    parser.add_argument("--steps", default="5", metavar="N", help="reports to collect per allocation (>= 2)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="profile file to write (default: profile.yaml next to the spec)")
-    parser.add_argument("--backend", choices=("local", "slurm"), default="local")
-    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value of the profiled trial (YAML value); repeatable")
-    parser.add_argument("--variant", default=None, help="the spec variant whose R bounds the trial")
-    parser.add_argument("--timeout", default="15m", metavar="DURATION",
-                        help="longest time per allocation (e.g. 90s, 15m)")
-    parser.add_argument("--keep", action="store_true", help="keep the throwaway run directory")
 
 
 def run_profile(args: argparse.Namespace) -> int:
@@ -205,9 +186,7 @@ def _work_dir(out: Path, name: str) -> Path:
     while work.exists():
         suffix += 1
         work = work.with_name(f".profile-{name}-{stamp}-{suffix}")
-    (work / "trials").mkdir(parents=True, mode=0o700)
-    work.chmod(0o700)
-    return work
+    return RunDir.create(work).path
 
 
 # ---------------------------------------------------------------- measuring

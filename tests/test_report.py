@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import struct
 import subprocess
@@ -13,7 +12,8 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from hpcsched.analysis.report import add_report_arguments, build_report, run_report  # noqa: E402
+from hpcsched.analysis.report import build_report  # noqa: E402
+from hpcsched.cli import build_parser, cmd_report  # noqa: E402
 from hpcsched.errors import RunDirError  # noqa: E402
 from hpcsched.records import Launched, RunStarted, Running, TrialCreated  # noqa: E402
 from hpcsched.simulate import simulate_experiment  # noqa: E402
@@ -132,24 +132,24 @@ def test_not_a_run_is_a_clear_error(tmp_path):
 def test_command_line_entry_points_on_a_lone_journal_file(run_dir, tmp_path, capsys):
     journal = tmp_path / "seed-0.jsonl"
     shutil.copy(run_dir / "events.jsonl", journal)
-    parser = argparse.ArgumentParser(prog="hpcsched report")
-    add_report_arguments(parser)
-    args = parser.parse_args([str(journal), "--max-gantt-trials", "5", "--mode", "max"])
-    assert run_report(args) == 0
+    parser = build_parser()
+    args = parser.parse_args(["report", str(journal), "--max-gantt-trials", "5", "--mode", "max"])
+    assert cmd_report(args) == 0
     printed = capsys.readouterr().out.split()
     out = tmp_path / "seed-0-report"  # the default beside a journal file
     assert printed == [str(out / n) for n in ("gantt.png", "scores.png", "usage.png", "allocation.png",
                                               "summary.md")]
     assert_figures([Path(p) for p in printed], ["gantt.png"])
     with pytest.raises(SystemExit):
-        parser.parse_args([str(run_dir), "--max-gantt-trials", "0"])
+        parser.parse_args(["report", str(run_dir), "--max-gantt-trials", "0"])
     with pytest.raises(RunDirError):
-        run_report(parser.parse_args([str(tmp_path / "missing")]))
+        cmd_report(parser.parse_args(["report", str(tmp_path / "missing")]))
 
 
 def test_the_command_line_part_imports_cheaply():
     code = ("import sys\n"
-            "from hpcsched.analysis.report import add_report_arguments, run_report\n"
+            "from hpcsched.cli import build_parser\n"
+            "build_parser().parse_args(['report', 'somewhere'])\n"
             "print(sorted(m for m in ('pandas', 'matplotlib', 'numpy') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -20,13 +20,13 @@ import pandas as pd
 from hpcsched.sim_layout import events_dir, summary_path
 from hpcsched.errors import RunDirError
 from hpcsched.mode import MODES, Mode
+from hpcsched.rundir import RunDir
 from hpcsched.records import ControllerResumed, EntranceClosed, RunExtended, RunFinished, RunStarted
 
 from hpcsched.analysis import frames
 from hpcsched.analysis.parse import JournalTable, parse_journal
 from hpcsched.analysis.usage import usage_curve
 
-JOURNAL_NAME = "events.jsonl"
 
 
 @dataclass(frozen=True)
@@ -71,15 +71,15 @@ def find_journal(path: str | Path) -> tuple[Path, Path | None]:
     """(journal file, run dir or None) for a run directory or a journal file; RunDirError otherwise."""
     path = Path(path)
     if path.is_dir():
-        journal = path / JOURNAL_NAME
+        journal = RunDir(path).journal
         if journal.is_file():
             return journal, path
         hint = ""
         if summary_path(path).is_file() or events_dir(path).is_dir():
             hint = " (it looks like simulator output: use load_simulation)"
-        raise RunDirError(f"{path}: not a run directory: no {JOURNAL_NAME}{hint}")
+        raise RunDirError(f"{path}: not a run directory: no {journal.name}{hint}")
     if path.is_file():
-        return path, (path.parent if path.name == JOURNAL_NAME else None)
+        return path, (path.parent if RunDir(path.parent).journal == path.absolute() else None)
     raise RunDirError(f"{path}: no such run directory or journal")
 
 

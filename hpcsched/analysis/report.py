@@ -6,21 +6,19 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hpcsched.argtypes import positive_int
 from hpcsched.errors import RunDirError, UserError
 
 if TYPE_CHECKING:
     from hpcsched.analysis.loaders import Run
     from hpcsched.analysis.simulation import Simulation
 
-# pandas and the loaders are imported inside the functions, so that building the command line
-# (add_report_arguments) stays cheap for every other hpcsched command.
+# pandas and the loaders are imported inside the functions, so that importing this module (the
+# command line does, for ``hpcsched report``) stays cheap.
 
 REPORT_DIR = "report"
 
@@ -250,29 +248,6 @@ def simulation_markdown(sim: Simulation, images: dict[str, str] | None = None) -
         for name, caption in images.items():
             lines += [f"### {caption}", "", f"![{caption}]({name})", ""]
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------- command line
-
-
-def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``hpcsched report``: DIR [--out DIR] [--mode max|min] [--max-gantt-trials N]."""
-    parser.add_argument("path", type=Path, help="a run directory, a journal (.jsonl) or a simulator output directory")
-    parser.add_argument("--out", type=Path, default=None, help="where to write the report (default: DIR/report)")
-    parser.add_argument("--mode", choices=("max", "min"), default=None,
-                        help="how scores compare (default: from the run's spec/result, else inferred)")
-    parser.add_argument("--max-gantt-trials", type=positive_int, default=300,
-                        help="Gantt rows at most: the trials with the most atom-time (default 300)")
-
-
-def run_report(args: argparse.Namespace) -> int:
-    """Build the report and print the files written; 0 on success (errors raise UserError)."""
-    files = build_report(args.path, args.out, getattr(args, "mode", None), getattr(args, "max_gantt_trials", 300))
-    for f in files:
-        print(f)
-    return 0
-
-
 
 
 # ---------------------------------------------------------------- formatting

@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from submitit.core import core
 
+from hpcsched.clock import Clock
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.rundir import RESERVE_BYTES, TrialPaths, launch_id_of
 from hpcsched.schedulers.decisions import DecisionSteps
@@ -131,7 +132,7 @@ class ProcessExecutor:
 
     spans_nodes = True  # one machine (local), or distributed trials (SLURM sets it per run)
 
-    def __init__(self, settings: ProcessSettings, clock):
+    def __init__(self, settings: ProcessSettings, clock: Clock):
         self.settings = settings
         self.clock = clock
         self._live: dict[str, _Launch] = {}

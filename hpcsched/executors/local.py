@@ -19,6 +19,7 @@ from typing import Any
 
 from submitit.core import utils
 
+from hpcsched.clock import Clock
 from hpcsched.errors import UserError
 from hpcsched.executors.launching import ProcessExecutor, ProcessSettings
 from hpcsched.trial import TrialLaunch
@@ -68,7 +69,7 @@ def local_resources(atoms: int | str, gpus_per_atom: int | str, cpus_per_atom: i
 
 
 class LocalExecutor(ProcessExecutor):
-    def __init__(self, settings: ProcessSettings, clock, resources: LocalResources):
+    def __init__(self, settings: ProcessSettings, clock: Clock, resources: LocalResources):
         super().__init__(settings, clock)
         self.resources = resources
         cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \

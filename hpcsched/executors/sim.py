@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from hpcsched.clock import Clock
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.scaling import Scaling
 from hpcsched.scores import ExitOutcome
@@ -37,7 +38,7 @@ class _SimTrial:
 
 
 class SimExecutor:
-    def __init__(self, workload: Workload, clock, scaling: Scaling, startup: float, step_overhead: float = 0.0):
+    def __init__(self, workload: Workload, clock: Clock, scaling: Scaling, startup: float, step_overhead: float = 0.0):
         self.workload = workload
         self.step_overhead = step_overhead
         self.clock = clock

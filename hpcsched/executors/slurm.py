@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from hpcsched.clock import Clock
 from hpcsched.errors import UserError
 from hpcsched.executors.launching import ProcessExecutor, ProcessSettings
 from hpcsched.trial import TrialLaunch
@@ -260,7 +261,7 @@ def master_port_for(launch_id: str) -> int:
 
 
 class SlurmExecutor(ProcessExecutor):
-    def __init__(self, settings: ProcessSettings, clock, resources: SlurmResources, job_id: str):
+    def __init__(self, settings: ProcessSettings, clock: Clock, resources: SlurmResources, job_id: str):
         super().__init__(settings, clock)
         self.resources = resources
         self.job_id = job_id
