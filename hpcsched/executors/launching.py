@@ -22,7 +22,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -40,6 +39,7 @@ from hpcsched.verdict import Verdict, write_verdict
 log = logging.getLogger(__name__)
 
 SIGNAL_REPEAT_S = 1.0  # re-send a stop signal this often until the trial exits
+ORPHAN_POLL_S = 0.1  # how often a recovering controller checks whether an orphaned trial has exited
 SUBMIT_MODULE = "submitit.core._submit"  # what every launch's process runs
 HANG_FLOOR_S = 300.0  # automatic hang timeout: at least this long without a line ...
 HANG_FACTOR = 10.0  # ... and this many times the longest gap between two lines seen in the run
@@ -261,15 +261,15 @@ class ProcessExecutor:
         launch_id = launch_id_of(trial_id, launches)
         paths = TrialPaths.of(self.settings.run_dir, trial_id)
         pids = _alive_orphans(paths.launch_record(launch_id), paths.launches)
-        if pids:
-            deadline = time.monotonic() + self.settings.stop_grace
-            next_signal = 0.0
-            while pids and time.monotonic() < deadline:
-                if time.monotonic() >= next_signal:
+        if pids:  # on the injected clock, as the loop waits for anything else
+            deadline = self.clock.now() + self.settings.stop_grace
+            next_signal = -math.inf
+            while pids and self.clock.now() < deadline:
+                if self.clock.now() >= next_signal:
                     for pid in pids:
                         _send(pid, signal.SIGUSR1)
-                    next_signal = time.monotonic() + SIGNAL_REPEAT_S
-                time.sleep(0.1)
+                    next_signal = self.clock.now() + SIGNAL_REPEAT_S
+                self.clock.sleep_until(min(self.clock.now() + ORPHAN_POLL_S, deadline))
                 pids = [p for p in pids if _pid_alive(p)]
             for pid in pids:
                 _send(pid, signal.SIGKILL)
