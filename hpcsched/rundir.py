@@ -11,6 +11,7 @@
         scores.jsonl        what the trial's launches wrote, one line each (scores.py owns the format)
         checkpoints/        step-NNNNNNNN.pt|.pkl, written by the trial (trial.py)
         launches/           submitit's pickles and logs, <launch>.json launch records, ready files
+        tensorboard/        TensorBoard event files of its reports, one per launch (event_files.py)
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ class TrialPaths:
     @property
     def launches(self) -> Path:
         return self.root / "launches"
+
+    @property
+    def tensorboard(self) -> Path:
+        """TensorBoard event files of the trial's reports (one file per launch; ``tensorboard --logdir RUN/trials``)."""
+        return self.root / "tensorboard"
 
     def checkpoint(self, name: str) -> Path:
         return self.checkpoints / name

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from hpcsched.event_files import open_event_log
 from hpcsched.mode import Mode
 from hpcsched.rundir import JOURNAL, TRIALS, TrialPaths, privacy_problem
 from hpcsched.scores import (CHECKPOINT_PREFIX, CHECKPOINT_SUFFIXES, ExitLine, ExitOutcome, ReportLine, ScoresReader,
@@ -205,6 +206,7 @@ class TrialContext:
         self._parent = os.getppid()
         self._started = False
         self._best_score, self._best_step = _best_so_far(self.paths.scores, launch.mode)
+        self._events = open_event_log(self.paths.tensorboard) if self.is_chief else None
 
     # ------------------------------------------------------------ for trainables
 
@@ -274,8 +276,10 @@ class TrialContext:
                 if Mode(self.mode).better(score, self._best_score):
                     self._best_score, self._best_step = score, step
                 self._prune_checkpoints()
-            self._write_line(ReportLine(self.launch.launch_id, time.time(), step, score, saved,
-                                        {k: _plain(v) for k, v in metrics.items()}))
+            plain = {k: _plain(v) for k, v in metrics.items()}
+            self._write_line(ReportLine(self.launch.launch_id, time.time(), step, score, saved, plain))
+            if self._events is not None:
+                self._events.add(step, {self.launch.metric: score, **plain})
             if self._verdicts_expected and self.launch.waits_at(step):
                 self._await_verdict(step)
         elif state is not None:
@@ -316,6 +320,11 @@ class TrialContext:
     def _write_line(self, line: StartedLine | ReportLine | ExitLine) -> None:
         if self.is_chief:
             append_line(self.paths.scores, line)
+
+    def close(self) -> None:
+        """Close what the launch keeps open (its TensorBoard event file)."""
+        if self._events is not None:
+            self._events.close()
 
     def write_exit(self, outcome: str, error: str = "") -> None:
         """Record how this launch ended (the controller reads it instead of any pickle)."""
@@ -389,6 +398,8 @@ def run_trial(launch: TrialLaunch) -> dict[str, Any]:
     except Exception as exc:
         ctx.write_exit(ExitOutcome.ERRORED, "".join(traceback.format_exception(exc)))
         raise
+    finally:
+        ctx.close()
     outcome = ExitOutcome.CHECKPOINTED if (ctx.stopped or ctx.stop_requested) and ctx._last_step < launch.max_steps \
         else ExitOutcome.FINISHED
     ctx.write_exit(outcome)

@@ -111,3 +111,19 @@ def test_atom_pool_prefers_own_nodes_and_packs():
     assert pool.free_on("n2") == ("n2:2", "n2:3")
     with pytest.raises(ValueError):
         pool.choose(4)
+
+
+def test_a_one_process_trial_gets_no_torch_distributed_environment():
+    """LOCAL_RANK or MASTER_ADDR in a single process makes accelerate (transformers' Trainer) start a
+    process group: only trials of several processes get torch.distributed's variables."""
+    from hpcsched.executors.local import trial_environment
+
+    launch = TrialLaunch(trial_id="t0001", launch_id="t0001-l1", run_dir="/r", trainable="f.py:t", config={},
+                         from_step=0, max_steps=10, metric="acc", mode="max", atom_ids=("node1:0",), threads=1)
+    inherited = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "MASTER_ADDR": "x", "MASTER_PORT": "1",
+                 "PATH": "/bin"}
+    env = step_environment(inherited, launch, world_size=1, nodes=1, master_addr="node1", master_port=23456)
+    assert not {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"} & set(env)
+    assert env["HPCSCHED_WORLD_SIZE"] == "1" and env["PATH"] == "/bin"
+    local = trial_environment(launch, world_size=1)
+    assert not {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"} & set(local)

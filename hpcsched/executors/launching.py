@@ -39,6 +39,8 @@ from hpcsched.verdict import Verdict, write_verdict
 log = logging.getLogger(__name__)
 
 SIGNAL_REPEAT_S = 1.0  # re-send a stop signal this often until the trial exits
+# torch.distributed's environment (torchrun's names): set only for trials of several processes
+TORCH_DISTRIBUTED_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 ORPHAN_POLL_S = 0.1  # how often a recovering controller checks whether an orphaned trial has exited
 SUBMIT_MODULE = "submitit.core._submit"  # what every launch's process runs
 HANG_FLOOR_S = 300.0  # automatic hang timeout: at least this long without a line ...

@@ -21,7 +21,7 @@ from submitit.core import utils
 
 from hpcsched.clock import Clock
 from hpcsched.errors import UserError
-from hpcsched.executors.launching import ProcessExecutor, ProcessSettings
+from hpcsched.executors.launching import TORCH_DISTRIBUTED_VARIABLES, ProcessExecutor, ProcessSettings
 from hpcsched.trial import TrialLaunch
 
 
@@ -100,13 +100,15 @@ class LocalExecutor(ProcessExecutor):
     def spawn(self, command: str, launch: TrialLaunch, folder: Path, world_size: int) -> list[Any]:
         base = trial_environment(launch, world_size)
         if world_size > 1:
-            base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+            base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), WORLD_SIZE=str(world_size))
         threads = launch.threads
         processes = []
         for rank in range(world_size):
             env = dict(base)
-            env.update(HPCSCHED_RANK=str(rank), HPCSCHED_LOCAL_RANK=str(rank), RANK=str(rank),
-                       LOCAL_RANK=str(rank), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+            env.update(HPCSCHED_RANK=str(rank), HPCSCHED_LOCAL_RANK=str(rank), OMP_NUM_THREADS=str(threads),
+                       MKL_NUM_THREADS=str(threads))
+            if world_size > 1:
+                env.update(RANK=str(rank), LOCAL_RANK=str(rank))
             paths = utils.JobPaths(folder, job_id=launch.launch_id, task_id=rank)
             with open(paths.stdout, "ab") as out, open(paths.stderr, "ab") as err:
                 processes.append(subprocess.Popen(shlex.split(command), env=env, stdout=out, stderr=err,
@@ -116,10 +118,12 @@ class LocalExecutor(ProcessExecutor):
 
 def trial_environment(launch: TrialLaunch, world_size: int) -> dict[str, str]:
     """The environment of a trial's processes: submitit's job environment and the devices."""
-    env = dict(os.environ)
+    # torch.distributed's variables only for a trial of several processes: a library that finds
+    # LOCAL_RANK (accelerate, transformers' Trainer) would otherwise start a process group of one
+    env = {k: v for k, v in os.environ.items() if k not in TORCH_DISTRIBUTED_VARIABLES}
     env.update(SUBMITIT_EXECUTOR="hpcsched", HPCSCHED_LAUNCH_ID=launch.launch_id,
                HPCSCHED_TRIAL_ID=launch.trial_id, HPCSCHED_WORLD_SIZE=str(world_size),
-               WORLD_SIZE=str(world_size), HPCSCHED_NUM_NODES="1", HPCSCHED_NODE="0",
+               HPCSCHED_NUM_NODES="1", HPCSCHED_NODE="0",
                CUDA_VISIBLE_DEVICES=",".join(str(g) for g in launch.gpus))
     pythonpath = [os.getcwd()] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     env["PYTHONPATH"] = os.pathsep.join(pythonpath)
