@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsched.records import Exited, StopRequested
+from hpcsched.records import Exited, StopIntent, StopRequested
 from hpcsched.scaling import named_scaling
 from hpcsched.schedulers.decisions import CloseEntrance, PauseTrial, ResumeTrial, StartTrial, StopTrial
-from hpcsched.schedulers.finish import Candidate, finish_time, plan_finish
+from hpcsched.schedulers.finish import Candidate, FinishPlan, finish_time, plan_finish
 from hpcsched.schedulers.hypersched import TRUST_FULL
 from hpcsched.schedulers.trust import RungTrust, corrected_for_range, normal_scores, spearman
+from hpcsched.scores import ExitOutcome
 from tests.harness import Harness
 
 # ---------------------------------------------------------------- rung trust
@@ -249,3 +250,90 @@ def test_one_epoch_screens_at_r_then_trains_the_best_screened_to_R():
         h.commit(Exited(h.now, name, "checkpointed", 1))
     h.now = 16.0  # switch at max(20 - 4 * 1, 10) = 16 s
     assert h.decide() == [ResumeTrial("t1", 1)]
+
+
+# ---------------------------------------------------------------- "could it still win?", promotion order, swaps
+
+
+def test_a_trial_that_could_not_beat_the_best_even_with_the_largest_gain_seen_is_paused():
+    # rungs at 1 and 2 below R = 4; half kept at each (rung_trust fixed, eta 2)
+    h = Harness(atoms=2, deadline=1000.0, kind="hypersched", r=1, R=4, eta=2, allocation="none",
+                rung_trust="fixed")
+    h.trials_left = 0
+    h.start("a")
+    assert h.scheduler.gain_bound(0) is None  # nothing completed yet: no bound, no filter
+    for step, score in enumerate((0.6, 0.7, 0.8, 0.9), start=1):  # +0.1 from rung 1 to 2, +0.2 from 2 to R
+        h.report("a", step, score, t=float(step))
+    assert h.decide() == [StopTrial("a", "max_steps")]
+    h.commit(StopRequested(h.now, "a", StopIntent.STOP))
+    h.commit(Exited(h.now, "a", ExitOutcome.FINISHED, 4))
+    assert h.scheduler.gain_bound(1) == pytest.approx(0.2) and h.scheduler.gain_bound(0) == pytest.approx(0.3)
+
+    def arrive(name: str, score: float) -> list:
+        h.start(name)
+        h.report(name, 1, score, t=h.now + 1.0)
+        decisions = h.decide()
+        if PauseTrial(name, "rung 1") in decisions:
+            h.pause(name)
+        return decisions
+
+    assert PauseTrial("f1", "rung 1") in arrive("f1", 0.1)  # below half of rung 1
+    assert PauseTrial("f2", "rung 1") in arrive("f2", 0.2)
+    decisions = arrive("b", 0.58)  # second of four at rung 1, so kept by rank, but 0.58 + 0.3 < 0.9
+    assert PauseTrial("b", "rung 1") in decisions
+    assert h.scheduler.bracket.best_promotable() is None  # nor promoted later
+    assert PauseTrial("c", "rung 1") not in arrive("c", 0.61)  # 0.61 + 0.3 could still reach 0.9
+
+
+def test_promotion_goes_to_the_paused_trial_that_stands_highest_in_its_own_rung():
+    from hpcsched.schedulers.rungs import TopFractionBracket
+
+    def bracket(by_standing: bool) -> TopFractionBracket:
+        b = TopFractionBracket(1, 16, 4, by_standing=by_standing)  # rungs at 1 and 4
+        high, low = b.rungs  # highest first
+        for i, score in enumerate((0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05)):
+            high.record(f"h{i}", score)
+        b.pause_at("h2", high)  # third of 12 at rung 4: inside the top quarter
+        for i, score in enumerate((0.9, 0.5, 0.4, 0.3)):
+            low.record(f"l{i}", score)
+        b.pause_at("l0", low)  # the best at rung 1
+        return b
+
+    assert bracket(by_standing=False).best_promotable() == "h2"  # ASHA: the highest rung first
+    assert bracket(by_standing=True).best_promotable() == "l0"  # standing 0 of 4 beats 2 of 12
+
+
+def _swap_scenario(time_left: float):
+    """a reached rung 8 (one step a second) and was paused; b, c, d run below the first rung; after
+    the close the plan's one finalist is a, and no atom is free."""
+    h = Harness(atoms=3, deadline=100.0, kind="hypersched", r=2, R=20, eta=4, allocation="none", speculative=True)
+    h.trials_left = 0
+    for name in ("a", "b", "c"):
+        h.start(name)
+    for step in range(1, 9):
+        h.report("a", step, 0.9 + step / 100, t=float(step))
+    assert h.decide() == []
+    h.pause("a")
+    h.start("d")
+    for name, score in (("b", 0.5), ("c", 0.4), ("d", 0.3)):
+        h.report(name, 1, score, t=9.0)
+    assert h.decide() == []
+    h.scheduler.closed = True
+    h.scheduler.finish_plan = lambda situation: FinishPlan(1, (Candidate("a", 8, 0),), 12.0, time_left >= 12.0)
+    h.now = 100.0 - time_left
+    return h
+
+
+def test_a_paused_finalist_takes_one_live_trials_place_and_waits_for_it():
+    h = _swap_scenario(time_left=15.0)  # a needs 12 s to reach R
+    assert h.decide() == [PauseTrial("d", "make room for finalist a")]  # the lowest-ranked live trial
+    h.commit(StopRequested(h.now, "d", StopIntent.PAUSE, reason="make room for finalist a"))
+    h.now += 0.5
+    assert h.decide() == []  # d is still stopping: nobody else is paused for a
+    h.commit(Exited(h.now, "d", ExitOutcome.CHECKPOINTED, 1))
+    assert ResumeTrial("a", 1) in h.decide()
+
+
+def test_no_swap_for_a_finalist_that_cannot_reach_R_in_the_time_left():
+    h = _swap_scenario(time_left=10.0)  # a cannot reach R: a swap would trade one partial run for another
+    assert h.decide() == []

@@ -12,10 +12,14 @@ Mechanisms, each a switch of SchedulerSpec so the paper's ablations are configur
   best candidates would no longer reach R by the deadline (or at once when none can);
   ``adaptive`` (the paper) once time_left < min(R * T_a, eta * T'); a fixed fraction; or never.
 - after the entrance closed, ``after_close: finish`` (our addition) pauses nothing at rungs,
-  swaps paused finalists in for live trials that rank below them, and gives free atoms to
-  growth, then to the best paused candidates, then (backfill) to new trials while a new trial
-  could still beat the best score so far (``_exploring_futile``); ``paper`` keeps
-  the rung cutoffs and only backfills.
+  swaps paused finalists in for live trials that rank below them (one live trial per finalist,
+  and only for a finalist that still reaches R), and gives free atoms to growth, then to the best
+  paused candidates, then (backfill) to new trials while a new trial could still beat the best
+  score so far (``_exploring_futile``); ``paper`` keeps the rung cutoffs and only backfills.
+- could it still win (our addition, ASHA's rungs): a trial inside a rung's kept fraction is still
+  paused, and never promoted, when its rung score plus the largest gain any trial was seen to make
+  from that rung to its best score by R cannot reach the best score so far; promotions go to the
+  paused trial standing highest within its own rung.
 - dynamic allocation: every live trial keeps one atom, spare atoms go round-robin in score
   order (uniform) or to the best trial (top_job); a trial grows only when the overhead-aware
   test H'·(T − T_o) > (1 + margin)·H·T passes under the believed scaling; T_o is a quantile of
@@ -36,7 +40,7 @@ from hpcsched.records import EntranceClosed, Exited, Launched, Record, Reported,
 from hpcsched.schedulers.allocation import allowed_size, target_atoms, worth_resizing
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, DecisionSteps, PauseTrial, ResizeTrial,
                                            ResumeTrial, Situation, StartTrial, StopTrial, new_trials, rung_steps)
-from hpcsched.schedulers.finish import Candidate, FinishPlan, plan_finish
+from hpcsched.schedulers.finish import Candidate, FinishPlan, finish_time, plan_finish
 from hpcsched.schedulers.rungs import Rung, SpeculativeBracket, TopFractionBracket, milestones
 from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
 from hpcsched.schedulers.trust import RungTrust
@@ -59,7 +63,8 @@ class HyperSched:
             self.bracket = SpeculativeBracket(spec.r, spec.R, spec.eta, quantile,
                                               current_only=spec.retrospective == "current")
         else:
-            self.bracket = TopFractionBracket(spec.r, spec.R, spec.eta, quantile)
+            self.bracket = TopFractionBracket(spec.r, spec.R, spec.eta, quantile, futile=self._cannot_win,
+                                              by_standing=True)
         self._levels = levels
         # finalist candidates (live or paused, not done), ranked per highest rung level reached
         self._by_level = [Ranking() for _ in range(levels + 1)]  # index level + 1
@@ -84,6 +89,11 @@ class HyperSched:
         self._longest_run = 0.0
         self._caps: dict[int, int] = {}
         self._best = -math.inf  # best (normalised) score any trial reported
+        # gain bounds for "could it still win?": per rung level, the largest gain seen from that
+        # rung's score to the next rung's; at the top, from the top rung's score to the best by R
+        self._rung_gain: list[float | None] = [None] * levels
+        self._trial_best: dict[str, float] = {}  # each trial's best (normalised) score so far
+        self._seat_for: dict[str, str] = {}  # paused finalist -> the live trial paused to make room for it
 
     # ------------------------------------------------------------ observing
 
@@ -129,6 +139,7 @@ class HyperSched:
                 self._single_atom_step_times.add(trial.step_time)
         score = self.sign * record.score
         self._best = max(self._best, score)
+        self._trial_best[record.trial] = max(score, self._trial_best.get(record.trial, -math.inf))
         if record.trial not in self._live:
             if record.trial in self._stopping and record.step < self.spec.R:
                 # reported while stopping (for a resize, say): its rung scores count now, so the
@@ -175,6 +186,9 @@ class HyperSched:
             if recorded is not None:
                 if higher >= 1:
                     self._learn_link(trial_id, higher - 1, recorded)
+                    lower = self._rung(higher - 1).recorded.get(trial_id)
+                    if lower is not None:
+                        self._note_gain(higher - 1, recorded - lower)
                 level = higher
         if level != before:
             self._by_level[before + 1].discard(trial_id)
@@ -187,6 +201,30 @@ class HyperSched:
         """A trial reached R: pair its score with the one it recorded at the top rung."""
         if self._levels:
             self._learn_link(trial_id, self._levels - 1, score)
+            top = self._rung(self._levels - 1).recorded.get(trial_id)
+            if top is not None:
+                self._note_gain(self._levels - 1, self._trial_best.get(trial_id, score) - top)
+
+    def _note_gain(self, level: int, gain: float) -> None:
+        known = self._rung_gain[level]
+        self._rung_gain[level] = gain if known is None else max(known, gain)
+
+    def gain_bound(self, level: int) -> float | None:
+        """The most a trial at rung ``level`` has been seen to gain on its way to its best score by R:
+        the largest gain seen from each rung to the next, summed up to the top rung, plus the largest
+        gain from the top rung to the best by R (None until a trial has completed and every rung
+        above ``level`` has seen a trial pass it)."""
+        gains = self._rung_gain[level:]
+        if any(g is None for g in gains):
+            return None
+        return float(sum(gains))  # type: ignore[arg-type]
+
+    def _cannot_win(self, rung: Rung, score: float) -> bool:
+        """Whether a trial that recorded ``score`` at ``rung`` could not beat the best score so far even
+        with the largest gain seen from there (the run's goal is its best score: such a trial has no
+        value, its atoms go to others; as ``_exploring_futile`` for new trials)."""
+        bound = self.gain_bound(rung.level)
+        return bound is not None and score + bound < self._best
 
     def _learn_link(self, trial_id: str, level: int, upper: float) -> None:
         rung = self._rung(level)
@@ -195,6 +233,7 @@ class HyperSched:
             self.trust.add_pair(level, 1.0 - rung.rank(lower) / (len(rung) - 1), upper)
 
     def _drop_candidate(self, trial_id: str) -> None:
+        self._trial_best.pop(trial_id, None)
         level = self._level.pop(trial_id, NO_LEVEL)
         self._by_level[level + 1].discard(trial_id)
         self._steps.pop(trial_id, None)
@@ -349,17 +388,23 @@ class HyperSched:
         leaving = {d.trial_id for d in out if isinstance(d, (PauseTrial, StopTrial))}
         paused_finalists = [t for t in (plan.ids if plan else ()) if t not in self._live and t not in leaving
                             and t not in self._stopping]
+        atoms_each = plan.atoms_each if plan is not None else 1
+        # a victim still stopping is its finalist's seat: one victim per finalist
+        self._seat_for = {f: v for f, v in self._seat_for.items() if v in self._stopping and f in paused_finalists}
         for trial_id in paused_finalists:
             if free >= 1:
                 self.bracket.unpause(trial_id)
                 out.append(ResumeTrial(trial_id, 1))
                 free -= 1
                 continue
+            if trial_id in self._seat_for or not self._reaches_R(trial_id, atoms_each, situation):
+                continue  # its seat is being freed; or a swap would trade one partial run for another
             victim = self._swap_victim(trial_id, finalists, leaving)
             if victim is None:
                 break
             out.append(PauseTrial(victim, f"make room for finalist {trial_id}"))
             leaving.add(victim)
+            self._seat_for[trial_id] = victim
         spare = free - self._growth_demand(situation.total_atoms)
         if spare <= 0:
             return free
@@ -381,6 +426,13 @@ class HyperSched:
             out.extend(starts)
             used += len(starts)
         return free - used
+
+    def _reaches_R(self, trial_id: str, atoms: int, situation: Situation) -> bool:
+        """Whether the paused ``trial_id``, relaunched now on ``atoms`` atoms, reaches R by the deadline."""
+        step_time = self._single_atom_step_times.value() or 0.0
+        candidate = Candidate(trial_id, self._steps.get(trial_id, 0), 0)
+        need = finish_time(candidate, atoms, self.spec.R, step_time, self.scaling, self.startup_estimate)
+        return need <= situation.time_left
 
     def _exploring_futile(self, situation: Situation) -> bool:
         """Whether a trial started now is unlikely to beat the best score so far: it cannot reach R
