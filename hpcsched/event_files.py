@@ -1,7 +1,9 @@
 """TensorBoard event files of a trial's reports, so a run opens in the viewer ML users already know.
 
 Written by the trial's chief rank, one file per launch in ``TrialPaths.tensorboard``, when
-tensorboardX is installed (``pip install 'hpcsched[tensorboard]'``); without it nothing is written.
+tensorboard is installed (``pip install 'hpcsched[tensorboard]'``); without it nothing is written.
+Written with tensorboard's own event-file writer and protocol buffers, which import neither torch
+nor TensorFlow (tensorboardX imports torch: a trial that does not use torch would pay for it).
 ``tensorboard --logdir RUN/trials`` then shows every trial's score and metrics against its step.
 A file that cannot be written is logged once and the trial goes on: the journal holds the same figures.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -18,12 +21,12 @@ log = logging.getLogger(__name__)
 
 
 def available() -> bool:
-    """Whether event files can be written here (tensorboardX importable)."""
-    return importlib.util.find_spec("tensorboardX") is not None
+    """Whether event files can be written here (tensorboard importable)."""
+    return importlib.util.find_spec("tensorboard") is not None
 
 
 class EventLog:
-    """Scalars per report, written through tensorboardX's ``SummaryWriter`` (opened at the first report)."""
+    """Scalars per report, written through tensorboard's ``EventFileWriter`` (opened at the first report)."""
 
     def __init__(self, directory: Path):
         self.directory = directory
@@ -35,14 +38,17 @@ class EventLog:
         if self._failed:
             return
         try:
+            from tensorboard.compat.proto.event_pb2 import Event
+            from tensorboard.compat.proto.summary_pb2 import Summary
+
             if self._writer is None:
-                from tensorboardX import SummaryWriter
+                from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
                 self.directory.mkdir(parents=True, exist_ok=True)
-                self._writer = SummaryWriter(logdir=str(self.directory))
-            for name, value in scalars.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                    self._writer.add_scalar(name, value, global_step=step)
+                self._writer = EventFileWriter(str(self.directory))
+            values = [Summary.Value(tag=name, simple_value=float(value)) for name, value in scalars.items()
+                      if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)]
+            self._writer.add_event(Event(wall_time=time.time(), step=step, summary=Summary(value=values)))
             self._writer.flush()
         except OSError as exc:
             self._failed = True
@@ -58,5 +64,5 @@ class EventLog:
 
 
 def open_event_log(directory: Path) -> EventLog | None:
-    """An EventLog for ``directory``, or None where tensorboardX is not installed."""
+    """An EventLog for ``directory``, or None where tensorboard is not installed."""
     return EventLog(directory) if available() else None

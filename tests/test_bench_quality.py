@@ -19,8 +19,10 @@ def test_bench_writes_every_variant_with_regrets_and_ratios(tmp_path):
     assert bench.main(["--seeds", "2", "--jobs", "1", "--only", "lstm-ptb", "--out", str(out)]) == 0
     text = out.read_text()
     assert "| lstm-ptb | 900 |" in text and "| lstm-ptb | 3600 |" in text
-    for column in ("ASHA", "random", "one-epoch", "HyperSched", "regret HyperSched", "ratio"):
+    for column in ("ASHA", "random", "one-epoch", "HyperSched", "regret HyperSched", "ratio", "over ASHA",
+                   "over random"):
         assert column in text
+    assert "| lstm-ptb | 900 | " in text.split("paired by seed")[1]  # the paired gains, per cell
 
 
 @needs_curves

@@ -107,6 +107,15 @@ def cell_table(frame: pd.DataFrame) -> pd.DataFrame:
         table[f"regret {v}"] = means["regret"][v]
     better = means["regret"][list(BASELINES)].min(axis=1)
     table["hypersched / better baseline"] = means["regret"]["hypersched"] / better
+    # paired by seed (the same seed replays the same curves in the same order for every variant);
+    # in the better direction: positive means HyperSched's best score was better
+    sign = frame["setting"].map({s.name: (1.0 if s.mode == "max" else -1.0) for s in SETTINGS})
+    per_seed = (frame.assign(best=frame["best_score"] * sign)
+                .pivot_table(index=["setting", "deadline", "seed"], columns="variant", values="best"))
+    for v in BASELINES:
+        gap = (per_seed["hypersched"] - per_seed[v]).groupby(["setting", "deadline"])
+        table[f"gain over {v}"] = gap.mean()
+        table[f"gain over {v} se"] = gap.sem()
     for name in CONFIGURATIONS:
         table[f"hypersched-{name} / better baseline"] = means["regret"][f"hypersched-{name}"] / better
     return table
@@ -161,7 +170,16 @@ def render(table: pd.DataFrame, seeds: int, seconds: float, statistics: list[str
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", f"HyperSched at least as good as both ASHA and random search in {wins} of {len(table)} cells; "
               f"mean regret ratio {table['hypersched / better baseline'].mean():.2f}.", "",
-              "Settings:", ""]
+              "HyperSched's gain over each baseline, paired by seed (every variant of a seed replays the same "
+              "curves in the same order), in the better direction (positive: HyperSched better; perplexity "
+              "points for lstm-ptb), mean ± standard error over the seeds:", "",
+              "| setting | T (s) | over ASHA | over random |", "|---|---|---|---|"]
+    for (setting, deadline), row in table.iterrows():
+        fmt = "{:+.2f} ± {:.2f}" if modes[setting] == "min" else "{:+.4f} ± {:.4f}"
+        lines.append(f"| {setting} | {int(deadline)} | "
+                     + " | ".join(fmt.format(row[f"gain over {v}"], row[f"gain over {v} se"]) for v in BASELINES)
+                     + " |")
+    lines += ["", "Settings:", ""]
     lines += [f"- {s.name}: {s.trace}, R = {s.R}, r = {s.r}, {s.note}." for s in SETTINGS]
     ratios = ["hypersched"] + [f"hypersched-{name}" for name in CONFIGURATIONS]
     lines += ["", "HyperSched configurations (mean regret / that of the better of ASHA and random search; "
@@ -187,7 +205,8 @@ def render(table: pd.DataFrame, seeds: int, seconds: float, statistics: list[str
                                  f"{'yes' if ours >= peer else '**no**'} |")
     if peer_rows:
         lines += ["", "Against the best peer figure (Syne Tune 0.14.2, 5 seeds, DESIGN.md §8) in the peers' "
-                  "setting:", "",
+                  "setting (`tools/bench_peers.py` measures the peers again over more seeds: "
+                  "docs/results/peers.md):", "",
                   "| setting | T (s) | best peer | HyperSched | HyperSched >= peer |", "|---|---|---|---|---|"]
         lines += peer_rows
     return "\n".join(lines) + "\n"
