@@ -119,3 +119,21 @@ def pause_lags(recs) -> list[tuple[str, str, int, int, int]]:
             reason, decided, after = pending.pop(r.trial)
             out.append((r.trial, reason, decided, r.step, after))
     return out
+
+
+def assert_framework_trial_resumed_where_it_stopped(recs, metric: str, global_step: str, batches: int) -> list:
+    """For the framework callbacks' tests: every report checkpointed (a torch file) with ``metric`` beside
+    the score, some trial paused and resumed, and each relaunch's first report the next epoch with the
+    framework's own step counter (``global_step``, ``batches`` per epoch) carried over. Returns the reports."""
+    from hpcsched.records import LaunchReason, Launched, Reported
+
+    reports = [r for r in recs if isinstance(r, Reported)]
+    assert reports and all(r.checkpoint.endswith(".pt") for r in reports)
+    assert all(0 < r.score <= 1 and metric in r.metrics for r in reports)
+    resumed = [r for r in recs if isinstance(r, Launched) and r.reason != LaunchReason.START]
+    assert any(r.reason == LaunchReason.RESUME for r in resumed), "no trial was paused and resumed"
+    for launch in resumed:
+        after = [r for r in reports if r.trial == launch.trial and r.t > launch.t]
+        assert after and after[0].step == launch.from_step + 1  # the next epoch, not the paused one again
+        assert after[0].metrics[global_step] == batches * after[0].step  # the framework's loop state came back
+    return reports

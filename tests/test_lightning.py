@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from hpcsched.records import Launched, Reported
-from tests.runs import REPO, hpcsched, records, write_spec
+from tests.runs import REPO, assert_framework_trial_resumed_where_it_stopped, hpcsched, records, write_spec
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 LIGHTNING_TOY = REPO / "tests" / "trainables" / "lightning_toy.py"
@@ -23,16 +22,7 @@ def test_a_lightning_trainer_reports_pauses_and_resumes_where_it_stopped(tmp_pat
     proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet", timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     recs = records(run)
-    reports = [r for r in recs if isinstance(r, Reported)]
-    assert reports and all(r.checkpoint.endswith(".pt") for r in reports)
-    assert all(0 < r.score <= 1 and "val_loss" in r.metrics for r in reports)
-    batches = 4  # 64 samples, batch 16
-    resumed = [r for r in recs if isinstance(r, Launched) and r.reason != "start"]
-    assert any(r.reason == "resume" for r in resumed), "no trial was paused and resumed"
-    for launch in resumed:
-        after = [r for r in reports if r.trial == launch.trial and r.t > launch.t]
-        assert after and after[0].step == launch.from_step + 1  # the next epoch, not the paused one again
-        assert after[0].metrics["global_step"] == batches * after[0].step  # the loop state came back
+    reports = assert_framework_trial_resumed_where_it_stopped(recs, "val_loss", "global_step", batches=4)
     import torch
     checkpoint = json.loads((run / "result.json").read_text())["best"]["checkpoint"]
     saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
