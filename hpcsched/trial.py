@@ -375,8 +375,9 @@ def run_trial(launch: TrialLaunch) -> dict[str, Any]:
     if launch.cpus and hasattr(os, "sched_setaffinity"):
         try:
             os.sched_setaffinity(0, set(launch.cpus))
-        except OSError:
-            pass
+        except OSError as exc:  # the trial runs unpinned: slower perhaps, not wrong
+            print(f"hpcsched: trial {launch.trial_id}: could not pin to cores {list(launch.cpus)}: {exc}",
+                  file=sys.stderr, flush=True)
     ctx = TrialContext(launch, rank=rank, local_rank=local_rank, world_size=world_size)
 
     def request_stop(signum, frame):  # noqa: ARG001

@@ -363,8 +363,10 @@ class ProcessExecutor:
             if p.poll() is None:
                 try:
                     p.send_signal(signal.SIGUSR1)
-                except (ProcessLookupError, OSError):
-                    pass
+                except ProcessLookupError:
+                    pass  # it has just exited
+                except OSError as exc:
+                    log.warning("could not signal pid %s of %s: %s", p.pid, launch.launch.launch_id, exc)
 
     def _kill(self, launch: _Launch) -> None:
         """End a launch the controller asked to stop (its last checkpoint counts)."""
@@ -377,13 +379,15 @@ class ProcessExecutor:
             if p.poll() is None:
                 try:
                     p.kill()
-                except (ProcessLookupError, OSError):
-                    pass
+                except ProcessLookupError:
+                    pass  # it has just exited
+                except OSError as exc:
+                    log.warning("could not kill pid %s of %s: %s", p.pid, launch.launch.launch_id, exc)
         for p in launch.processes:
             try:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                pass
+                log.warning("pid %s of %s did not exit within 10 s of SIGKILL", p.pid, launch.launch.launch_id)
 
     def _exit_event(self, launch: _Launch, codes: list[int | None], now: float) -> TrialExit:
         """Asked to stop and killed: its last checkpoint counts. Otherwise the exit line the
