@@ -81,9 +81,10 @@ def best_score(curves: Path, trace: str, scheduler: str, deadline: float, seed: 
                       grace_period=r, reduction_factor=ETA, random_seed=seed,
                       type="promotion" if scheduler == "asha-promotion" else "stopping")
     backend = UserBlackboxBackend(blackbox=bb, elapsed_time_attr="elapsed_time", max_resource_attr=max_resource)
-    tuner = Tuner(trial_backend=backend, scheduler=chosen, stop_criterion=StoppingCriterion(max_wallclock_time=deadline),
-                  n_workers=WORKERS, sleep_time=0, callbacks=[SimulatorCallback()], results_update_interval=1e9,
-                  print_update_interval=1e9, save_tuner=False, tuner_name=f"{trace}-{scheduler}-{int(deadline)}-{seed}")
+    tuner = Tuner(trial_backend=backend, scheduler=chosen,
+                  stop_criterion=StoppingCriterion(max_wallclock_time=deadline), n_workers=WORKERS, sleep_time=0,
+                  callbacks=[SimulatorCallback()], results_update_interval=1e9, print_update_interval=1e9,
+                  save_tuner=False, tuner_name=f"{trace}-{scheduler}-{int(deadline)}-{seed}")
     tuner.run()
     return float(tuner.callbacks[0].dataframe()["score"].max())
 
