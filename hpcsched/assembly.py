@@ -1,8 +1,9 @@
 """Putting a run together: the one place a controller is built and a journal replayed.
 
-``hpcsched run`` (real backends), ``hpcsched simulate``, the Python API, the benchmarks and the
-tests all build their controller here, so a run on the cluster and its simulation are assembled
-the same way; a resumed run's records are replayed through ``feed.replay``, as the live loop feeds them.
+``hpcsched run`` (real backends, and the Python API through it), ``hpcsched simulate`` and the scale
+benchmark build their controller here, so a run on the cluster and its simulation are assembled the
+same way (unit tests of the loop itself still build a ``Controller`` by hand); a resumed run's records
+are replayed through ``feed.replay``, as the live loop feeds them.
 """
 
 from __future__ import annotations

@@ -214,10 +214,12 @@ class HyperSched:
         the largest gain seen from each rung to the next, summed up to the top rung, plus the largest
         gain from the top rung to the best by R (None until a trial has completed and every rung
         above ``level`` has seen a trial pass it)."""
-        gains = self._rung_gain[level:]
-        if any(g is None for g in gains):
-            return None
-        return float(sum(gains))  # type: ignore[arg-type]
+        total = 0.0
+        for gain in self._rung_gain[level:]:
+            if gain is None:
+                return None
+            total += gain
+        return total
 
     def _cannot_win(self, rung: Rung, score: float) -> bool:
         """Whether a trial that recorded ``score`` at ``rung`` could not beat the best score so far even
