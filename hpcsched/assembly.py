@@ -32,8 +32,8 @@ def build_controller(spec: Spec, variant: Variant, executor: Executor, clock: Cl
 
     ``deadline`` is absolute on ``clock``; ``sampler`` defaults to the spec's; ``trial_limit`` caps
     the trials beside the spec's ``max_trials`` and the sampler's capacity (a simulation's pool of curves);
-    ``stop_margin`` and ``wind_down_grace`` are a real run's (``controller:``), 0 in a simulation, whose
-    trials stop at once."""
+    ``stop_margin`` and ``wind_down_grace`` are a real run's (``controller:``); a simulation's are 0
+    unless it mirrors a real run (``simulate_run(stop_margin=...)``)."""
     mode = spec.metric.mode
     state = RunState(mode)
     scheduler = make_scheduler(variant.scheduler, mode)

@@ -100,7 +100,8 @@ class Controller:
                 reason = FinishReason.NOTHING_LEFT
                 break
             self.journal.sync()
-            self.clock.sleep_until(min(self.executor.next_wakeup(now), stop_at))
+            due = self.scheduler.next_decision_time(self.situation())
+            self.clock.sleep_until(min(self.executor.next_wakeup(now), stop_at, due if due > now else math.inf))
         self._wind_down(give_up_at=s.deadline if reason == FinishReason.DEADLINE else None)
         if self.interrupted and reason == self.interrupted and not self._interrupt_ends_run:
             self._commit(ControllerStopped(self.clock.now(), reason))

@@ -74,7 +74,12 @@ class Progress:
         if best is None:
             self.say(f"no checkpointed result; see {run_dir.path}")
             return
-        self.say(f"\nbest: trial {best['trial']} {result['metric']}={best['score']:.4g} at step {best['step']}")
+        trained = f"trained to R = {result['max_steps']}" if best.get("completed") else \
+            f"not trained to R = {result['max_steps']}"
+        self.say(f"\nbest: trial {best['trial']} {result['metric']}={best['score']:.4g} at step {best['step']} "
+                 f"({trained})")
+        if best.get("peak_step", best["step"]) != best["step"]:
+            self.say(f"(its best report: {result['metric']}={best['peak_score']:.4g} at step {best['peak_step']})")
         self.say(f"config: {best['config']}")
         self.say(f"checkpoint: {best['checkpoint']}")
         done = result.get("best_completed")

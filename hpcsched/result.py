@@ -1,8 +1,14 @@
-"""``result.json``, the run's answer: the best report that saved a checkpoint which still exists.
+"""``result.json``, the run's answer: the best configuration, as its most trained model.
 
-It is written atomically whenever a checkpointed report improves on the best (``ResultKeeper``,
-so the answer exists before the deadline whatever happens later: a killed controller, a full
-disk) and once more when the run ends. ``reason`` is ``unfinished`` until then.
+``best`` names the trial with the best checkpointed report (whose file still exists) and the model
+to take: that trial's step-R checkpoint when it was trained to R (``completed``; ``score`` and
+``step`` are then that model's, which may be a little below the trial's best report, kept as
+``peak_score`` / ``peak_step``), else the checkpoint of its best report. ``best_completed`` is the
+best model among all trials trained to R.
+
+It is written atomically whenever a checkpointed report improves on the best or completes a trial
+(``ResultKeeper``, so the answer exists before the deadline whatever happens later: a killed
+controller, a full disk) and once more when the run ends. ``reason`` is ``unfinished`` until then.
 """
 
 from __future__ import annotations
@@ -11,13 +17,14 @@ import datetime as dt
 import errno
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 from hpcsched.records import Record, Reported
 from hpcsched.rundir import RunDir
 from hpcsched.scores import CHECKPOINT_SUFFIXES, checkpoint_name
 from hpcsched.spec import Spec
-from hpcsched.state import RunState
+from hpcsched.state import RunState, TrialState
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +33,11 @@ UNFINISHED = "unfinished"
 
 def iso_time(t: float) -> str:
     return dt.datetime.fromtimestamp(t).isoformat(timespec="seconds")
+
+
+def max_steps_of(spec: Spec, variant: str) -> int:
+    """R of ``variant`` (the spec's when it names none)."""
+    return next((v.scheduler.R for v in spec.variants if v.name == variant), spec.scheduler.R)
 
 
 def build_result(spec: Spec, variant: str, run_dir: RunDir, state: RunState) -> dict[str, Any]:
@@ -39,7 +51,7 @@ def build_result(spec: Spec, variant: str, run_dir: RunDir, state: RunState) -> 
                 best = (trial.best_checkpoint_score, trial, path)
     started = state.started
     finished = state.finished
-    max_steps = next((v.scheduler.R for v in spec.variants if v.name == variant), spec.scheduler.R)
+    max_steps = max_steps_of(spec, variant)
     result: dict[str, Any] = {
         "name": spec.name, "variant": variant, "metric": spec.metric.name, "mode": spec.metric.mode,
         "reason": finished.reason if finished else UNFINISHED,
@@ -58,27 +70,39 @@ def build_result(spec: Spec, variant: str, run_dir: RunDir, state: RunState) -> 
     }
     if best is not None:
         score, trial, path = best
-        result["best"] = {"trial": trial.trial_id, "config": trial.config, "score": score,
-                          "step": trial.best_checkpoint_step, "checkpoint": str(path),
-                          "completed": trial.step >= max_steps, "trained_steps": trial.step}
+        entry = {"trial": trial.trial_id, "config": trial.config, "score": score,
+                 "step": trial.best_checkpoint_step, "checkpoint": str(path),
+                 "completed": trial.step >= max_steps, "trained_steps": trial.step,
+                 "peak_score": score, "peak_step": trial.best_checkpoint_step}
+        final = _final_checkpoint(run_dir, trial, max_steps)
+        if final is not None:  # trained to R: the fully trained model is the answer
+            entry.update(score=trial.last_score, step=trial.checkpoint_step, checkpoint=str(final))
+        result["best"] = entry
     result["best_completed"] = _best_completed(run_dir, state, max_steps)
     return result
 
 
+def _final_checkpoint(run_dir: RunDir, trial: TrialState, max_steps: int) -> Path | None:
+    """The step-R checkpoint of a trial trained to R, when its file exists (else None)."""
+    if trial.step < max_steps or trial.checkpoint_step < max_steps or trial.last_score is None:
+        return None
+    for suffix in CHECKPOINT_SUFFIXES:
+        path = run_dir.trial(trial.trial_id).checkpoint(checkpoint_name(trial.checkpoint_step, suffix))
+        if path.exists():
+            return path
+    return None
+
+
 def _best_completed(run_dir: RunDir, state: RunState, max_steps: int) -> dict[str, Any] | None:
     """The trial with the best final score among those trained to R, with its step-R checkpoint:
-    the best configuration as a fully trained model (``best`` may be an earlier step)."""
+    the best fully trained model (``best`` is the best configuration's, which may not be trained to R)."""
     best = None
     for trial in state.trials.values():
-        if trial.step < max_steps or trial.checkpoint_step < max_steps or trial.last_score is None:
+        if best is not None and (trial.last_score is None or not state.better(trial.last_score, best[0])):
             continue
-        if best is not None and not state.better(trial.last_score, best[0]):
-            continue
-        for suffix in CHECKPOINT_SUFFIXES:
-            path = run_dir.trial(trial.trial_id).checkpoint(checkpoint_name(trial.checkpoint_step, suffix))
-            if path.exists():
-                best = (trial.last_score, trial, path)
-                break
+        path = _final_checkpoint(run_dir, trial, max_steps)
+        if path is not None:
+            best = (trial.last_score, trial, path)
     if best is None:
         return None
     score, trial, path = best
@@ -111,13 +135,19 @@ def write_result(run_dir: RunDir, result: dict[str, Any]) -> bool:
 
 
 class ResultKeeper:
-    """Rewrites result.json on every checkpointed report that improves on the best (on_record hook)."""
+    """Rewrites result.json on every checkpointed report that improves on the best or completes
+    a trial (on_record hook)."""
 
     def __init__(self, spec: Spec, variant: str, run_dir: RunDir):
         self.spec, self.variant, self.run_dir = spec, variant, run_dir
         self._best: float | None = None
+        self._max_steps = max_steps_of(spec, variant)
 
     def on_record(self, record: Record, state: RunState) -> None:
-        if isinstance(record, Reported) and record.checkpoint and state.better(record.score, self._best):
+        if not isinstance(record, Reported) or not record.checkpoint:
+            return
+        improved = state.better(record.score, self._best)
+        if improved:
             self._best = record.score
+        if improved or record.step >= self._max_steps:
             write_result(self.run_dir, build_result(self.spec, self.variant, self.run_dir, state))

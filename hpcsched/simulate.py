@@ -78,20 +78,23 @@ def curve_ranges(space: Space | None) -> dict[str, tuple[float, float]]:
 
 
 def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None = None,
-                 traces: dict | None = None) -> tuple[RunState, Workload]:
-    """One simulated run; returns its final state and the workload it replayed."""
+                 traces: dict | None = None, stop_margin: float = 0.0) -> tuple[RunState, Workload]:
+    """One simulated run; returns its final state and the workload it replayed.
+
+    ``stop_margin``: plan to the deadline less this and ask trials to stop then, as a real run does
+    with ``controller.stop_margin`` (steps in progress end until the deadline); 0 by default."""
     check_simulable(spec)
     traces = {} if traces is None else traces
     w = spec.workload
     workload = build_workload(spec, seed, variant.scheduler.R, traces)
     clock = VirtualClock(0.0)
-    executor = SimExecutor(workload, clock, w.scaling, w.startup, w.step_overhead)
+    executor = SimExecutor(workload, clock, w.scaling, w.startup, w.step_overhead, w.stop_latency)
     sampler = _CurveNaming(make_sampler(spec.sampler, spec.space, seed, spec.metric.mode), executor)
     journal = JsonlJournal(event_log, durable=False) if event_log else NullJournal()
     try:
         controller = build_controller(replace(spec, seed=seed), variant, executor, clock, journal,
                                       deadline=spec.deadline, atom_ids=[str(i) for i in range(spec.resources.atoms)],
-                                      sampler=sampler, trial_limit=workload.size)
+                                      sampler=sampler, trial_limit=workload.size, stop_margin=stop_margin)
         state = controller.run()
     finally:
         journal.close()

@@ -236,6 +236,8 @@ class TrialContext:
         """Mark setup (and restore) as done: the controller measures startup time up to here."""
         if not self._started:
             self._started = True
+            if self._events is not None:
+                self._events.open()  # its import is setup: measured as startup, not in the first step
             self._write_line(StartedLine(self.launch.launch_id, time.time()))
 
     def steps(self) -> Iterator[int]:

@@ -28,7 +28,7 @@ def test_frames_of_a_local_run_match_its_journal_and_report_renders(tmp_path):
     assert run.usage["atoms"].max() <= 2
     result = json.loads((run_dir / "result.json").read_text())
     best = run.trials.set_index("trial").loc[result["best"]["trial"]]
-    assert best["best_score"] == result["best"]["score"]
+    assert best["best_score"] == result["best"]["peak_score"]
     proc = hpcsched("report", str(run_dir))
     assert proc.returncode == 0, proc.stderr
     for name in ("gantt.png", "scores.png", "usage.png", "allocation.png", "summary.md"):

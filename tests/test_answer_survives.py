@@ -56,7 +56,7 @@ def test_result_is_current_during_the_run_and_a_late_resume_finalizes_it(tmp_pat
     assert after[: len(before)] == before and not any(isinstance(r, Launched) for r in after[len(before):])
     assert isinstance(after[-1], RunFinished) and after[-1].reason == "deadline"
     final = _result(run)
-    assert final["reason"] == "deadline" and final["best"]["score"] >= provisional["best"]["score"]
+    assert final["reason"] == "deadline" and final["best"]["peak_score"] >= provisional["best"]["peak_score"]
     _check_answer(run, final)
 
 

@@ -3,6 +3,8 @@ naming the decision and why."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from hpcsched.clock import VirtualClock
@@ -29,6 +31,9 @@ class Idle:
 
     def decide(self, situation: Situation) -> list:
         return []
+
+    def next_decision_time(self, situation: Situation) -> float:
+        return math.inf
 
 
 def _controller(max_trials=2):

@@ -3,6 +3,8 @@ rung trust, the finish plan, the deadline entrance, what happens after it closes
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -148,6 +150,33 @@ def test_deadline_entrance_closes_when_the_best_candidates_need_the_time_left():
     assert closed_at == 19
 
 
+def test_the_deadline_entrance_names_the_moment_it_closes_between_reports():
+    # as above: the close rule turns at 19 s, while the trial's next report would come at 20 s; the
+    # scheduler names that moment, so a simulated loop wakes then, as a real one polling does
+    h = Harness(atoms=2, deadline=40.0, kind="hypersched", r=100, R=20, eta=4, allocation="none")
+    h.start("a")
+    assert h.scheduler.next_decision_time(h.situation()) == math.inf  # no step time measured yet
+    for k in range(1, 4):
+        h.report("a", k, 0.5, t=float(k))
+        assert not any(isinstance(d, CloseEntrance) for d in h.decide())
+    due = h.scheduler.next_decision_time(h.situation())
+    assert due == pytest.approx(19.0, abs=1e-3)
+    h.now = due - 0.01
+    assert not any(isinstance(d, CloseEntrance) for d in h.decide())
+    h.now = due
+    assert any(isinstance(d, CloseEntrance) for d in h.decide())
+    assert h.scheduler.next_decision_time(h.situation()) == math.inf  # closed: nothing timed is left
+
+
+def test_one_epoch_names_its_switch_from_screening_to_training():
+    h = Harness(atoms=1, deadline=100.0, kind="one_epoch", r=1, R=10)
+    h.start("a")
+    h.report("a", 1, 0.5, t=2.0)
+    h.decide()
+    # max(D - (R - r) * T_a, D / 2) = max(100 - 9 * 2, 50) = 82
+    assert h.scheduler.next_decision_time(h.situation()) == pytest.approx(82.0)
+
+
 def test_after_close_finalists_are_not_paused_at_rungs_and_paused_finalists_swap_in():
     h = Harness(atoms=2, deadline=100.0, kind="hypersched", r=1, R=8, eta=4, allocation="none",
                 rung_trust="fixed", speculative=True)
@@ -163,9 +192,11 @@ def test_after_close_finalists_are_not_paused_at_rungs_and_paused_finalists_swap
     decisions = h.decide()
     assert any(isinstance(d, CloseEntrance) for d in decisions)
     assert h.scheduler.closed
-    # the finalists are a (highest rung) and c (best at rung 1); a is paused, c leaves on its rung-1
-    # verdict from before the close, so b, the live non-finalist, makes room for a
+    # the finalists are a (highest rung) and c (best at rung 1); a is paused; c's rung-1 verdict from
+    # before the close is withdrawn (pausing a finalist would only relaunch it), so b, the live
+    # non-finalist, makes room for a
     assert PauseTrial("b", "make room for finalist a") in decisions
+    assert not any(isinstance(d, PauseTrial) and d.trial_id == "c" for d in decisions)
     assert not any(isinstance(d, ResumeTrial) for d in decisions)  # no atom is free until b exits
 
 
@@ -251,6 +282,24 @@ def test_one_epoch_screens_at_r_then_trains_the_best_screened_to_R():
     h.now = 16.0  # switch at max(20 - 4 * 1, 10) = 16 s
     assert h.decide() == [ResumeTrial("t1", 1)]
 
+
+
+def test_one_epoch_pauses_a_trial_still_screening_at_the_switch_and_ranks_it_with_the_others():
+    h = Harness(atoms=2, deadline=20.0, kind="one_epoch", r=1, R=5, atoms_per_trial=1)
+    h.start("a")
+    h.start("b")
+    h.report("a", 1, 0.3, t=1.0)
+    assert PauseTrial("a", "screened at step 1") in h.decide()
+    h.commit(StopRequested(h.now, "a", "pause"))
+    h.commit(Exited(h.now, "a", "checkpointed", 1))
+    h.now = 16.0  # the switch (max(20 - 4 * 1, 10)); b is still in its first step
+    assert h.decide() == [ResumeTrial("a", 1)]
+    h.start("a")
+    h.report("b", 1, 0.9, t=16.5)
+    assert PauseTrial("b", "screened at step 1") in h.decide()  # not trained on as if it had been chosen
+    h.commit(StopRequested(h.now, "b", "pause"))
+    h.commit(Exited(h.now, "b", "checkpointed", 1))
+    assert h.decide() == [ResumeTrial("b", 1)]  # the best screened, on the atom it left
 
 # ---------------------------------------------------------------- "could it still win?", promotion order, swaps
 

@@ -52,4 +52,4 @@ def test_replayed_trials_report_the_simulators_curves_through_pauses_and_resizes
         assert steps == list(range(1, len(steps) + 1))
     assert any(isinstance(r, Launched) and r.reason == "resume" for r in recs)
     result = json.loads((run / "result.json").read_text())
-    assert result["best"]["score"] == max(r.score for r in reported)
+    assert result["best"]["peak_score"] == max(r.score for r in reported)

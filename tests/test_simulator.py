@@ -11,6 +11,7 @@ from hpcsched.samplers import IndexSampler, NoSpace
 from hpcsched.journal import ListJournal
 from hpcsched.records import Exited, Reported, Running, StopRequested
 from hpcsched.scaling import named_scaling
+from hpcsched.schedulers.decisions import DecisionSteps
 from hpcsched.schedulers import make_scheduler
 from hpcsched.spec import SchedulerSpec, parse_experiment
 from hpcsched.simulate import simulate_run
@@ -59,7 +60,7 @@ def test_steps_advance_at_true_scaling_after_startup():
 def test_resume_and_resize_continue_from_the_checkpoint_step():
     clock = VirtualClock()
     ex = SimExecutor(ListWorkload([linear_curve("c", 20)]), clock, named_scaling("linear"), startup=2.0)
-    ex.launch(LaunchRequest("t0", 0, {}, ("0",), 0, "start"))
+    ex.launch(LaunchRequest("t0", 0, {}, ("0",), 0, "start", decision_steps=DecisionSteps((4,))))
     events = []
     while clock.now() < 6.0:
         clock.sleep_until(min(ex.next_wakeup(clock.now()), 6.0))
@@ -165,3 +166,51 @@ def test_the_workload_spec_takes_the_step_overhead():
     experiment = parse_experiment({"name": "x", "scheduler": {"kind": "asha", "r": 1, "R": 4}, "deadline": 10,
                                    "workload": {"kind": "synthetic", "step_overhead": "0.2s"}})
     assert experiment.spec.workload.step_overhead == 0.2
+
+
+def _run_until(ex, clock, t):
+    events = []
+    while clock.now() < t:
+        clock.sleep_until(min(ex.next_wakeup(clock.now()), t))
+        events += ex.poll(clock.now())
+    return events
+
+
+def test_a_stop_between_reports_lets_the_step_in_progress_finish_then_the_exit_takes_the_stop_latency():
+    clock = VirtualClock()
+    ex = SimExecutor(ListWorkload([linear_curve("c", 20)]), clock, named_scaling("linear"), startup=2.0,
+                     stop_latency=0.5)
+    ex.launch(LaunchRequest("t0", 0, {}, ("0",), 0, "start"))
+    _run_until(ex, clock, 4.4)  # started at 2, steps 1 and 2 reported at 3 and 4; step 3 in progress
+    ex.request_stop("t0")
+    events = _run_until(ex, clock, 10.0)
+    assert [(type(e).__name__, e.t) for e in events] == [("TrialReport", 5.0), ("TrialExit", 5.5)]
+    assert events[0].step == 3 and events[1].step == 3 and events[1].outcome == "checkpointed"
+
+
+def test_a_stop_at_the_report_of_a_step_that_is_no_decision_step_finds_the_trial_in_its_next_step():
+    clock = VirtualClock()
+    ex = SimExecutor(ListWorkload([linear_curve("c", 20)]), clock, named_scaling("linear"), startup=0.0,
+                     stop_latency=0.5)
+    ex.launch(LaunchRequest("t0", 0, {}, ("0",), 0, "start", decision_steps=DecisionSteps((2,))))
+    _run_until(ex, clock, 3.0)  # step 3 reported at 3.0: no decision step, the trial is already in step 4
+    ex.request_stop("t0")
+    (report, exit_) = _run_until(ex, clock, 10.0)
+    assert (report.step, report.t, exit_.step, exit_.t) == (4, 4.0, 4, 4.5)
+
+
+def test_a_stop_at_a_report_leaves_from_that_step_and_one_in_startup_after_the_startup():
+    clock = VirtualClock()
+    ex = SimExecutor(ListWorkload([linear_curve("c", 20), linear_curve("d", 20)]), clock, named_scaling("linear"),
+                     startup=2.0, stop_latency=0.25)
+    ex.launch(LaunchRequest("t0", 0, {}, ("0",), 0, "start", decision_steps=DecisionSteps((2,))))
+    _run_until(ex, clock, 4.0)  # t0 reports step 2, a decision step, at 4.0 and waits there for the verdict
+    ex.launch(LaunchRequest("t1", 1, {}, ("1",), 0, "start"))
+    ex.request_stop("t0")
+    clock.sleep_until(4.5)
+    ex.request_stop("t1")  # in its startup
+    events = _run_until(ex, clock, 10.0)
+    exits = {e.trial_id: e for e in events if isinstance(e, TrialExit)}
+    assert exits["t0"].t == 4.25 and exits["t0"].step == 2
+    assert exits["t1"].t == 6.25 and exits["t1"].step == 0
+    assert not [e for e in events if isinstance(e, TrialReport)]

@@ -6,11 +6,13 @@
 The shared cifar10-resnets trace (R = 50, r = 2, eta = 4, 30 s per step on one atom, sqrt
 scaling, HyperSched's defaults) is run on the local backend with the replay trainable
 (hpcsched.replay: real processes that sleep ``time-scale`` x the recorded time per step), then
-replayed in the simulator with the startup the real run measured. Times of the real run are
+replayed in the simulator with the startup, per-step overhead and stop latency the real run
+measured, and its stop margin. Times of the real run are
 divided by the time scale, so both read in trace seconds. Printed side by side and written to
 ``--out``: best_score, trials started, pauses, promotions, resizes, when exploration closed,
 atom-seconds per trial, and the fraction of pause / promotion / resize decisions that are the
-same (same trial, same step) in both.
+same (same trial, same step: where a paused or resized trial left, where a promoted one resumed)
+in both.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ CURVES = REPO.parent / "shared" / "data" / "curves"
 OUT = REPO / "docs" / "results" / "fidelity.md"
 TRACE = "cifar10-resnets.csv"
 R, r, ETA, STEP_TIME, SCALING = 50, 2, 4, 30.0, "sqrt"
+STOP_MARGIN = 1.0  # real seconds before the deadline when trials are asked to stop (both runs plan to it)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class Summary:
     atom_seconds_per_trial: float
     startup: float  # median measured startup, trace seconds
     step_overhead: float  # median seconds a one-atom step took beyond the trace's, trace seconds
+    stop_latency: float  # median seconds from a stopped trial's last report (or start) to its exit, trace seconds
     decisions: frozenset  # (trial index, kind, step)
 
 
@@ -69,6 +73,9 @@ def summarize(records, scale: float) -> Summary:
     startups = []
     gaps = []  # seconds between two reports of one launch on one atom
     last_report: dict[str, float] = {}
+    settled: dict[str, float] = {}  # a live trial's last report or start
+    stopped: dict[str, str] = {}  # trial -> the intent of its stop request (pause, resize)
+    latencies = []
     for rec in records:
         if isinstance(rec, Launched):
             open_launch[rec.trial] = (rec.t, len(rec.atoms))
@@ -78,13 +85,19 @@ def summarize(records, scale: float) -> Summary:
         elif isinstance(rec, Reported):
             if rec.trial in last_report and open_launch.get(rec.trial, (0, 0))[1] == 1:
                 gaps.append((rec.t - last_report[rec.trial]) / scale)
-            last_report[rec.trial] = rec.t
+            last_report[rec.trial] = settled[rec.trial] = rec.t
             last_step[rec.trial] = rec.step
             if best is None or (rec.score > best if mode_max else rec.score < best):
                 best = rec.score
         elif isinstance(rec, StopRequested) and rec.intent in ("pause", "resize"):
-            decisions.add((index[rec.trial], rec.intent, last_step.get(rec.trial, 0)))
+            stopped[rec.trial] = rec.intent
         elif isinstance(rec, Exited) and rec.trial in open_launch:
+            if rec.trial in stopped:
+                decisions.add((index[rec.trial], stopped[rec.trial], rec.step))
+            if rec.trial in stopped and rec.trial in settled:
+                latencies.append((rec.t - settled[rec.trial]) / scale)
+            stopped.pop(rec.trial, None)
+            settled.pop(rec.trial, None)
             last_report.pop(rec.trial, None)
             t0, atoms = open_launch.pop(rec.trial)
             atom_seconds += atoms * (rec.t - t0) / scale
@@ -92,10 +105,12 @@ def summarize(records, scale: float) -> Summary:
             closed = (rec.t - start) / scale
         elif isinstance(rec, Running):
             startups.append(rec.startup / scale)
+            settled[rec.trial] = rec.t
     kinds = [d[1] for d in decisions]
     return Summary(best, len(index), kinds.count("pause"), kinds.count("promote"), kinds.count("resize"), closed,
                    atom_seconds / max(1, len(index)), statistics.median(startups) if startups else 0.0,
-                   max(0.0, statistics.median(gaps) - STEP_TIME) if gaps else 0.0, frozenset(decisions))
+                   max(0.0, statistics.median(gaps) - STEP_TIME) if gaps else 0.0,
+                   statistics.median(latencies) if latencies else 0.0, frozenset(decisions))
 
 
 def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, work: Path) -> list:
@@ -107,7 +122,7 @@ def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, 
         "scheduler": {"kind": "hypersched", "r": r, "R": R, "eta": ETA, "scaling": SCALING},
         "resources": {"atoms": atoms, "gpus_per_atom": 0, "cpus_per_atom": 1},
         "deadline": deadline * scale, "seed": seed,
-        "controller": {"poll_interval": 0.05, "stop_margin": 1.0, "stop_grace": 10},
+        "controller": {"poll_interval": 0.05, "stop_margin": STOP_MARGIN, "stop_grace": 10},
     }
     path = work / f"real-{seed}.yaml"
     path.write_text(yaml.safe_dump(spec))
@@ -119,18 +134,19 @@ def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, 
     return read_journal(run / "events.jsonl")
 
 
-def simulated_run(trace: Path, seed: int, deadline: float, atoms: int, startup: float, overhead: float,
+def simulated_run(trace: Path, seed: int, deadline: float, atoms: int, measured: Summary, scale: float,
                   work: Path) -> list:
     raw = {
         "name": f"fidelity-{seed}", "metric": {"name": "accuracy", "mode": "max"},
         "scheduler": {"kind": "hypersched", "r": r, "R": R, "eta": ETA, "scaling": SCALING},
         "resources": {"atoms": atoms}, "deadline": deadline, "seed": seed,
-        "workload": {"kind": "trace", "path": str(trace), "step_time": STEP_TIME, "startup": startup,
-                     "step_overhead": overhead, "scaling": SCALING},
+        "workload": {"kind": "trace", "path": str(trace), "step_time": STEP_TIME, "startup": measured.startup,
+                     "step_overhead": measured.step_overhead, "stop_latency": measured.stop_latency,
+                     "scaling": SCALING},
     }
     experiment = parse_experiment(raw)
     log = work / f"sim-{seed}.jsonl"
-    simulate_run(experiment.spec, experiment.spec.variants[0], seed, event_log=log)
+    simulate_run(experiment.spec, experiment.spec.variants[0], seed, event_log=log, stop_margin=STOP_MARGIN / scale)
     return read_journal(log)
 
 
@@ -158,8 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in range(args.seeds):
             real = summarize(real_run(trace, seed, args.deadline, args.atoms, args.time_scale, work),
                              args.time_scale)
-            sim = summarize(simulated_run(trace, seed, args.deadline, args.atoms, real.startup, real.step_overhead,
-                                          work), 1.0)
+            sim = summarize(simulated_run(trace, seed, args.deadline, args.atoms, real, args.time_scale, work), 1.0)
             rows.append((seed, real, sim, agreement(real.decisions, sim.decisions)))
             print(f"seed {seed}: real best {real.best_score}, sim best {sim.best_score}, "
                   f"decisions the same {rows[-1][3]:.0%}", flush=True)
@@ -186,20 +201,22 @@ def render(rows, args, seconds: float) -> str:
         f"R = {R}, r = {r}, eta = {ETA}, {STEP_TIME:g} s per step on one atom, {SCALING} scaling, HyperSched's "
         f"defaults, {args.atoms} atoms, deadline {args.deadline:g} s. Real: the local backend with the replay "
         f"trainable, {args.time_scale:g} real seconds per trace second (times below divided by it). Simulated: "
-        "the same spec with the startup and the per-step overhead (a step's time beyond the trace's: the report, "
-        "its checkpoint, the verdict round trip) that the real run measured (medians). Decisions: pause, "
-        "promotion and resize "
-        "decisions as (trial, step); 'the same' is |both| / |either|.",
+        "the same spec with the startup, the per-step overhead (a step's time beyond the trace's: the report, "
+        "its checkpoint) and the stop latency (a stopped trial's last report to its exit: the verdict round "
+        "trip, the process's exit) that the real run measured (medians), the same stop margin "
+        f"({STOP_MARGIN / args.time_scale:g} s), a stop between reports taking effect after the step in "
+        "progress, as in a real trainable. Decisions: pauses and resizes as (trial, the step it left at), "
+        "promotions as (trial, the step it resumed from); 'the same' is |both| / |either|.",
         "",
         "| seed | run | best_score | trials | pauses | promotions | resizes | exploration closed (s) | "
-        "atom-s per trial | startup (s) | step overhead (s) | decisions the same |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "atom-s per trial | startup (s) | step overhead (s) | stop latency (s) | decisions the same |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for seed, real, sim, same in rows:
         for name, s in (("real", real), ("simulated", sim)):
             lines.append(f"| {seed} | {name} | {_fmt(s.best_score)} | {s.trials} | {s.pauses} | {s.promotions} | "
                          f"{s.resizes} | {_fmt(s.closed_at)} | {s.atom_seconds_per_trial:.0f} | {s.startup:.1f} | "
-                         f"{s.step_overhead:.2f} | "
+                         f"{s.step_overhead:.2f} | {s.stop_latency:.1f} | "
                          + (f"{same:.0%} |" if name == "real" else " |"))
     reals = [x[1] for x in rows]
     sims = [x[2] for x in rows]

@@ -128,7 +128,8 @@ def run_markdown(run: Run, images: dict[str, str] | None = None) -> str:
     result = read_result(info.run_dir)
     if result and isinstance(result.get("best"), dict):
         best = result["best"]
-        lines += [f"result.json (best report with a checkpoint): trial {best.get('trial')}, "
+        trained = "trained to R" if best.get("completed") else "not trained to R"
+        lines += [f"result.json (the best configuration's most trained model, {trained}): trial {best.get('trial')}, "
                   f"{result.get('metric', info.metric)} = {_g(best.get('score'))} at step {best.get('step')}, "
                   f"checkpoint `{best.get('checkpoint')}`.", ""]
 

@@ -3,8 +3,11 @@
 A trial on ``a`` atoms advances ``s_true(a)`` one-atom seconds of work per second; every
 start, resume and resize first costs ``startup`` seconds, and every step ``step_overhead``
 seconds more whatever the atoms (what a real report costs: the checkpoint write, the verdict
-round trip); a stop request takes effect at once, keeping the last reported step as the
-checkpoint. Events wait in a heap of (time, seq, ...) so ties come out first-in first-out.
+round trip). A stop request is obeyed as a real trainable obeys it: at once when it comes at a
+report of one of the launch's decision steps (a real trial waits there for the verdict), else
+once the step (or the startup) in progress is done, that step reported and checkpointed; the
+trial then holds its atoms ``stop_latency`` seconds more (a process's exit). Events wait in a heap of (time, seq, ...)
+so ties come out first-in first-out.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any, Mapping
 from hpcsched.clock import Clock
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.scaling import Scaling
+from hpcsched.schedulers.decisions import DecisionSteps
 from hpcsched.scores import ExitOutcome
 from hpcsched.workloads import Curve, Workload
 
@@ -31,6 +35,9 @@ class _SimTrial:
     rate: float = 0.0
     generation: int = 0
     active: bool = False
+    decision_steps: DecisionSteps = DecisionSteps()
+    stopping: bool = False  # asked to stop: exits after the step (or startup) in progress
+    waits_at: float = -math.inf  # when it last reported a decision step (and waited there for the verdict)
 
     @property
     def step(self) -> int:
@@ -38,9 +45,11 @@ class _SimTrial:
 
 
 class SimExecutor:
-    def __init__(self, workload: Workload, clock: Clock, scaling: Scaling, startup: float, step_overhead: float = 0.0):
+    def __init__(self, workload: Workload, clock: Clock, scaling: Scaling, startup: float, step_overhead: float = 0.0,
+                 stop_latency: float = 0.0):
         self.workload = workload
         self.step_overhead = step_overhead
+        self.stop_latency = stop_latency
         self.clock = clock
         self.scaling = scaling
         self.startup = startup
@@ -66,14 +75,20 @@ class SimExecutor:
         trial.rate = self.scaling.rate(len(request.atoms))
         trial.generation += 1
         trial.active = True
+        trial.stopping = False
+        trial.decision_steps = request.decision_steps
+        trial.waits_at = -math.inf
         self._push(self.clock.now() + self.startup, _START, request.trial_id, trial.generation)
 
     def request_stop(self, trial_id: str) -> None:
         trial = self._trials.get(trial_id)
-        if trial is None or not trial.active:
+        if trial is None or not trial.active or trial.stopping:
             return
-        trial.generation += 1
-        self._push(self.clock.now(), _EXIT, trial_id, trial.generation)
+        trial.stopping = True
+        now = self.clock.now()
+        if now <= trial.waits_at:  # waiting at a decision step's report for the verdict: leaves from there
+            self._leave(trial_id, trial, now)
+        # else the step or startup in progress ends first (its event is in the heap), then it leaves
 
     def poll(self, now: float) -> list[Event]:
         out: list[Event] = []
@@ -85,11 +100,16 @@ class SimExecutor:
                 continue
             if kind == _STEP:
                 trial.pos += 1
+                if trial.step in trial.decision_steps:
+                    trial.waits_at = t
                 out.append(TrialReport(trial_id, t, trial.step, float(trial.curve.scores[trial.pos - 1])))
                 self._continue(trial_id, trial, t, out)
             elif kind == _START:
                 out.append(TrialStarted(trial_id, t))
-                self._continue(trial_id, trial, t, out)
+                if trial.stopping:
+                    self._leave(trial_id, trial, t)
+                else:
+                    self._continue(trial_id, trial, t, out)
             else:
                 trial.active = False
                 out.append(TrialExit(trial_id, t, ExitOutcome.CHECKPOINTED, trial.step))
@@ -121,8 +141,15 @@ class SimExecutor:
             trial.active = False
             trial.generation += 1
             out.append(TrialExit(trial_id, t, ExitOutcome.FINISHED, trial.step))
+        elif trial.stopping:
+            self._leave(trial_id, trial, t)
         else:
             self._schedule_step(trial_id, trial, t)
+
+    def _leave(self, trial_id: str, trial: _SimTrial, t: float) -> None:
+        """Exit, checkpointed at the last reported step, ``stop_latency`` after ``t``."""
+        trial.generation += 1
+        self._push(t + self.stop_latency, _EXIT, trial_id, trial.generation)
 
     def _schedule_step(self, trial_id: str, trial: _SimTrial, t: float) -> None:
         work = trial.curve.work

@@ -8,6 +8,8 @@ on ``atoms_per_trial`` atoms; nothing is resized; exploration never stops.
 
 from __future__ import annotations
 
+import math
+
 from hpcsched.mode import Mode
 from hpcsched.records import Exited, Launched, Record, Reported, StopRequested
 from hpcsched.schedulers.decisions import (Decision, DecisionSteps, PauseTrial, ResumeTrial, Situation, StartTrial,
@@ -52,6 +54,9 @@ class ASHA:
 
     def decision_steps(self) -> DecisionSteps:
         return rung_steps(milestones(self.spec.r, self.spec.R, self.spec.eta), self.spec.R)
+
+    def next_decision_time(self, situation: Situation) -> float:
+        return math.inf  # only records change its decisions
 
     def decide(self, situation: Situation) -> list[Decision]:
         out: list[Decision] = list(self._verdicts.values())

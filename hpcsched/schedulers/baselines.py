@@ -5,10 +5,13 @@
 - ``one_epoch`` (Egele et al. 2023, "Is one epoch all you need?"): every configuration trains
   r steps and pauses, until max(D - (R - r) * T_a, D / 2) has passed (T_a: measured seconds per
   step on the trials' atoms); then the best paused trials by their step-r score train to R,
-  ``atoms / atoms_per_trial`` at a time.
+  ``atoms / atoms_per_trial`` at a time. A trial still screening at the switch pauses at r too
+  and joins that ranking (it does not keep its atoms to train on as if it had been chosen).
 """
 
 from __future__ import annotations
+
+import math
 
 from hpcsched.mode import Mode
 from hpcsched.records import Exited, Launched, Record, Reported, StopIntent, StopRequested
@@ -38,6 +41,9 @@ class RandomSearch:
     def decision_steps(self) -> DecisionSteps:
         return DecisionSteps()  # every trial runs to R
 
+    def next_decision_time(self, situation: Situation) -> float:
+        return math.inf  # only records change its decisions
+
     def decide(self, situation: Situation) -> list[Decision]:
         out: list[Decision] = list(self._verdicts.values())
         self._verdicts.clear()
@@ -53,6 +59,7 @@ class OneEpoch:
         self._verdicts: dict[str, Decision] = {}
         self._screened = Ranking()  # paused after r steps, by their step-r score
         self._pausing: dict[str, float] = {}  # asked to pause after screening -> step-r score
+        self._fresh: set[str] = set()  # started from scratch, not yet screened: paused at r even after the switch
         self._step_times = RunningQuantile(0.5)
         self.screening = True
 
@@ -60,6 +67,8 @@ class OneEpoch:
         if isinstance(record, Launched):
             self._live.add(record.trial)
             self._screened.discard(record.trial)
+            if record.from_step < self.spec.r:
+                self._fresh.add(record.trial)
         elif isinstance(record, Reported):
             if trial is not None and trial.step_time is not None:
                 self._step_times.add(trial.step_time)
@@ -67,7 +76,9 @@ class OneEpoch:
                 return
             if record.step >= self.spec.R:
                 self._verdicts[record.trial] = StopTrial(record.trial, "max_steps")
-            elif self.screening and record.step >= self.spec.r:
+            elif record.trial in self._fresh and record.step >= self.spec.r:
+                # screened; one still in flight at the switch joins the ranking the best are taken from
+                self._fresh.discard(record.trial)
                 self._verdicts[record.trial] = PauseTrial(record.trial, f"screened at step {record.step}")
                 self._pausing[record.trial] = self.sign * record.score
         elif isinstance(record, StopRequested):
@@ -83,7 +94,7 @@ class OneEpoch:
                 self._screened.set(record.trial, score)
 
     def decision_steps(self) -> DecisionSteps:
-        return rung_steps((self.spec.r,), self.spec.R) if self.screening else DecisionSteps()
+        return rung_steps((self.spec.r,), self.spec.R)
 
     def switch_time(self, situation: Situation) -> float | None:
         """When screening ends: max(D - (R - r) * T_a, D / 2) after the start (None before T_a is measured)."""
@@ -92,6 +103,11 @@ class OneEpoch:
             return None
         span = situation.deadline - situation.started_at
         return situation.started_at + max(span - (self.spec.R - self.spec.r) * step_time, span / 2)
+
+    def next_decision_time(self, situation: Situation) -> float:
+        """The switch from screening to training the best, once known."""
+        switch = self.switch_time(situation) if self.screening else None
+        return switch if switch is not None and switch > situation.now else math.inf
 
     def decide(self, situation: Situation) -> list[Decision]:
         out: list[Decision] = list(self._verdicts.values())

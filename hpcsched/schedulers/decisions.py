@@ -112,3 +112,8 @@ class Scheduler(Protocol):
 
     def decide(self, situation: Situation) -> list[Decision]:
         """Decisions for now; called after every event and whenever atoms may be free."""
+
+    def next_decision_time(self, situation: Situation) -> float:
+        """When a decision may fall due with no new record (a time-based rule: the entrance closing);
+        math.inf when only records change what it decides. The loop wakes then, on every backend,
+        so a simulated run acts at the moment a real one, which decides at every poll, does."""

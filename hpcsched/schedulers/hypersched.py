@@ -48,6 +48,7 @@ from hpcsched.spec import SchedulerSpec
 from hpcsched.state import TrialStatus, TrialView
 
 NO_LEVEL = -1  # a trial that has not reached the first rung
+CLOCK_EPSILON = 1e-6  # a timed wake lands this far past the moment a rule turns (float rounding)
 TRUST_FULL = 0.5  # rung trust from which a rung pauses as many as successive halving does
 
 
@@ -148,6 +149,7 @@ class HyperSched:
                 self._track_level(record.trial, record.step, score)
             return
         self._ranking.set(record.trial, score)
+        self._pause_rung.pop(record.trial, None)  # an earlier rung verdict that was withdrawn (see _finish)
         if record.step >= self.spec.R:
             self._learn_final(record.trial, score)
             self._drop_candidate(record.trial)
@@ -303,6 +305,34 @@ class HyperSched:
             return f"explored for {entrance:g} of the deadline"
         return None
 
+    def next_decision_time(self, situation: Situation) -> float:
+        """When the entrance rule would close it, if no record comes first (a real controller decides
+        at every poll, so it closes then; the simulated one wakes then to do the same)."""
+        if self.closed:
+            return math.inf
+        wait = self._time_until_close(situation)
+        return situation.now + wait + CLOCK_EPSILON if wait is not None and wait > 0 else math.inf
+
+    def _time_until_close(self, situation: Situation) -> float | None:
+        """Seconds from now until ``_entrance_should_close`` holds as things stand (None: not by time)."""
+        entrance = self.spec.entrance
+        if entrance == "none":
+            return None
+        if entrance == "adaptive":
+            return situation.time_left - self.exploration_budget()
+        if entrance != "deadline":
+            return situation.started_at + float(entrance) * (situation.deadline - situation.started_at) - situation.now
+        step_time = self._single_atom_step_times.value()
+        if step_time is None:
+            return None
+        fresh = self.startup_estimate + self.spec.R * step_time / self.scaling.rate(1) + self._plan_slack()
+        if situation.time_left > fresh:
+            return situation.time_left - fresh  # until then every plan fits (finish_plan)
+        plan = self.finish_plan(situation)
+        if plan is None or not plan.fits:
+            return None
+        return situation.time_left - plan.need - self._plan_slack()
+
     def _plan_slack(self) -> float:
         """Close this long before a plan stops fitting: one step on one atom (decisions come per report)."""
         return self._single_atom_step_times.value() or 0.0
@@ -387,6 +417,11 @@ class HyperSched:
         rank below them), then growth, then the best other candidates, then (backfill) new trials."""
         plan = self.finish_plan(situation)
         finalists = self._finalists = set(plan.ids) if plan is not None else set()
+        for pause in [d for d in out if isinstance(d, PauseTrial) and d.trial_id in finalists
+                      and d.trial_id in self._pause_rung]:
+            # its report at the rung made it a finalist: pausing it would only relaunch it at once
+            out.remove(pause)
+            del self._pause_rung[pause.trial_id]
         leaving = {d.trial_id for d in out if isinstance(d, (PauseTrial, StopTrial))}
         paused_finalists = [t for t in (plan.ids if plan else ()) if t not in self._live and t not in leaving
                             and t not in self._stopping]

@@ -100,6 +100,7 @@ class WorkloadSpec:
     step_time: float = 0.1  # seconds per step on one atom (a trace's time column overrides)
     startup: float = 0.0  # seconds per start, resume or resize
     step_overhead: float = 0.0  # seconds added to every step (a real report's cost: checkpoint, verdict)
+    stop_latency: float = 0.0  # seconds a stopped trial holds its atoms after its last step (a process's exit)
     scaling: Scaling = field(default_factory=lambda: named_scaling("linear"))  # the true s(a)
     trials: int = 10_000  # synthetic: size of the pool of distinct curves
     noise: float = 0.005  # synthetic: sd of the noise on the loss
