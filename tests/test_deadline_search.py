@@ -386,3 +386,50 @@ def test_a_paused_finalist_takes_one_live_trials_place_and_waits_for_it():
 def test_no_swap_for_a_finalist_that_cannot_reach_R_in_the_time_left():
     h = _swap_scenario(time_left=10.0)  # a cannot reach R: a swap would trade one partial run for another
     assert h.decide() == []
+
+
+def _endgame(allocation: str) -> Harness:
+    """a completed R (gains +0.1 rung 1 -> 2, +0.2 rung 2 -> R); b and c were paused at rung 1; f
+    (the finalist, at step 3 with 0.99) and h (0.65 at rung 1: it could still win when it passed
+    there) run on one atom each; the entrance is closed, 2.5 s are left at one step a second."""
+    h = Harness(atoms=2, deadline=1000.0, kind="hypersched", r=1, R=4, eta=2, allocation=allocation,
+                rung_trust="fixed", scaling=named_scaling("sqrt"), resize_cooldown=1)
+    h.trials_left = 0
+    h.start("a")
+    for step, score in enumerate((0.6, 0.7, 0.8, 0.9), start=1):
+        h.report("a", step, score, t=float(step))
+    h.decide()
+    h.commit(StopRequested(h.now, "a", StopIntent.STOP))
+    h.commit(Exited(h.now, "a", ExitOutcome.FINISHED, 4))
+    for name, score in (("b", 0.1), ("c", 0.2)):
+        h.start(name)
+        h.report(name, 1, score, t=h.now + 1)
+        assert PauseTrial(name, "rung 1") in h.decide()
+        h.pause(name)
+    h.start("f")
+    h.start("h")
+    h.report("f", 1, 0.85, t=h.now + 1)
+    h.report("h", 1, 0.65)  # 0.65 + 0.3 >= 0.9: it may still win, and it ranks second of five
+    assert h.decide() == []
+    h.report("f", 2, 0.9, t=h.now + 1)
+    h.report("f", 3, 0.99, t=h.now + 1)  # now h cannot: 0.65 + 0.3 < 0.99
+    assert h.decide() == []
+    h.scheduler.closed = True
+    h.scheduler.finish_plan = lambda situation: FinishPlan(1, (Candidate("f", 3, 1),), 1.0, True)
+    h.now = 997.5
+    return h
+
+
+def test_after_close_a_trial_that_can_neither_finish_nor_win_gives_its_atom_to_a_finalist_that_grows():
+    h = _endgame("uniform")
+    # h needs 3 s to reach R, and 0.65 + 0.3 < 0.99; f on two atoms: 1.4 x 2.5 s of work > 1.1 x 2.5
+    assert h.decide() == [PauseTrial("h", "atoms to finalist f")]
+    h.commit(StopRequested(h.now, "h", StopIntent.PAUSE, reason="atoms to finalist f"))
+    assert h.decide() == []  # one such pause at a time; the freed atom waits for f's growth
+
+
+def test_after_close_no_atom_goes_to_a_paused_trial_that_can_neither_finish_nor_win():
+    h = _endgame("none")
+    assert h.decide() == []  # no growth to give an atom to: h trains on
+    h.pause("h")
+    assert h.decide() == []  # h, b and c could not reach R or beat 0.99: the atom is not handed to them

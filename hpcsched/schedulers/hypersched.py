@@ -95,6 +95,7 @@ class HyperSched:
         self._rung_gain: list[float | None] = [None] * levels
         self._trial_best: dict[str, float] = {}  # each trial's best (normalised) score so far
         self._seat_for: dict[str, str] = {}  # paused finalist -> the live trial paused to make room for it
+        self._yielded: set[str] = set()  # live trials paused so that a finalist could grow (still stopping)
 
     # ------------------------------------------------------------ observing
 
@@ -441,11 +442,14 @@ class HyperSched:
                 break
             out.append(PauseTrial(victim, f"make room for finalist {trial_id}"))
             leaving.add(victim)
+            self._reported.pop(victim, None)  # leaving now: no candidate for growth
             self._seat_for[trial_id] = victim
+        futile = self._exploring_futile(situation)
+        if futile and self.spec.allocation != "none":
+            self._yield_to_growth(situation, finalists, leaving, out)
         spare = free - self._growth_demand(situation.total_atoms)
         if spare <= 0:
             return free
-        futile = self._exploring_futile(situation)
         if plan is not None and len(plan.finalists) < situation.total_atoms // plan.atoms_each and not futile:
             return free - spare + self._explore(situation, spare, out, make_room=False)  # the rest explore
         used = 0
@@ -453,7 +457,7 @@ class HyperSched:
             if used >= spare:
                 break
             if trial_id in self._live or trial_id in leaving or trial_id in paused_finalists \
-                    or trial_id in self._stopping:
+                    or trial_id in self._stopping or self._hopeless(trial_id, 1, situation):
                 continue
             self.bracket.unpause(trial_id)
             out.append(ResumeTrial(trial_id, 1))
@@ -463,6 +467,57 @@ class HyperSched:
             out.extend(starts)
             used += len(starts)
         return free - used
+
+    def _yield_to_growth(self, situation: Situation, finalists: set[str], leaving: set[str],
+                         out: list[Decision]) -> None:
+        """Exploring is futile: a live non-finalist that can neither reach R by the deadline nor
+        beat the best score (with the largest gains seen) gives its atoms to the best live finalist
+        whose growth passes the overhead-aware test; the finalist grows at its next report. One
+        such pause at a time."""
+        self._yielded &= self._stopping
+        if self._yielded:
+            return
+        cap = self._cap(situation.total_atoms)
+        growing = [t for t in finalists if t in self._live and t not in leaving and self._live[t] < cap]
+        for finalist in sorted(growing, key=lambda t: self._ranking.rank(t) if t in self._ranking else math.inf):
+            current = self._live[finalist]
+            new = allowed_size(current + 1, self.spec.allocation_grid)
+            if new <= current or not worth_resizing(self.scaling, current, new, situation.time_left,
+                                                     self.startup_estimate, self.spec.resize_margin):
+                continue
+            victim = self._hopeless_live(situation, finalists, leaving)
+            if victim is not None:
+                out.append(PauseTrial(victim, f"atoms to finalist {finalist}"))
+                leaving.add(victim)
+                self._yielded.add(victim)
+                self._reported.pop(victim, None)  # leaving now: no candidate for growth
+            return
+
+    def _hopeless_live(self, situation: Situation, finalists: set[str], leaving: set[str]) -> str | None:
+        """The lowest-ranked live non-finalist that cannot reach R by the deadline on its atoms and
+        cannot beat the best score even with the largest gains seen from its rung (None if none)."""
+        worst = None
+        for trial_id, atoms in self._live.items():
+            if trial_id in finalists or trial_id in leaving or trial_id in self._grown:
+                continue
+            if not self._hopeless(trial_id, atoms, situation):
+                continue
+            if worst is None or self._ranking_key(trial_id) < self._ranking_key(worst):
+                worst = trial_id
+        return worst
+
+    def _hopeless(self, trial_id: str, atoms: int, situation: Situation) -> bool:
+        """Whether ``trial_id``, training on ``atoms`` atoms from now (a startup first unless it holds
+        them), can neither reach R by the deadline nor beat the best score with the largest gains
+        seen from its rung (a trial below the first rung has no such bound: never hopeless)."""
+        level = self._level.get(trial_id, NO_LEVEL)
+        bound = self.gain_bound(level) if level != NO_LEVEL else None
+        if bound is None or self._trial_best.get(trial_id, -math.inf) + bound >= self._best:
+            return False
+        step_time = self._single_atom_step_times.value() or 0.0
+        candidate = Candidate(trial_id, self._steps.get(trial_id, 0), self._live.get(trial_id, 0))
+        return finish_time(candidate, atoms, self.spec.R, step_time, self.scaling,
+                           self.startup_estimate) > situation.time_left
 
     def _reaches_R(self, trial_id: str, atoms: int, situation: Situation) -> bool:
         """Whether the paused ``trial_id``, relaunched now on ``atoms`` atoms, reaches R by the deadline."""
