@@ -41,7 +41,8 @@ def max_steps_of(spec: Spec, variant: str) -> int:
 
 
 def build_result(spec: Spec, variant: str, run_dir: RunDir, state: RunState) -> dict[str, Any]:
-    """The answer as the state stands: the best checkpointed report whose file still exists."""
+    """The answer as the state stands: the trial with the best checkpointed report whose file still
+    exists, as its step-R model when it was trained to R (see the module's docstring)."""
     best = None
     for trial in state.trials.values():
         if trial.best_checkpoint and trial.best_checkpoint_score is not None \
