@@ -1,6 +1,6 @@
 """Does a real run do what the simulator says? One spec, simulated and run for real.
 
-    .venv/bin/python tools/bench_fidelity.py [--seeds 1] [--deadline 1200] [--atoms 4]
+    .venv/bin/python tools/bench_fidelity.py [--seeds 5] [--deadline 1800] [--atoms 2]
         [--time-scale 0.05] [--curves DIR] [--out docs/results/fidelity.md]
 
 The shared cifar10-resnets trace (R = 50, r = 2, eta = 4, 30 s per step on one atom, sqrt
@@ -156,9 +156,9 @@ def agreement(a: frozenset, b: frozenset) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=1)
-    parser.add_argument("--deadline", type=float, default=1200.0, help="trace seconds")
-    parser.add_argument("--atoms", type=int, default=4)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--deadline", type=float, default=1800.0, help="trace seconds")
+    parser.add_argument("--atoms", type=int, default=2, help="at most the machine's cores (the local backend's rule)")
     parser.add_argument("--time-scale", type=float, default=0.05, help="real seconds per trace second")
     parser.add_argument("--curves", type=Path, default=CURVES)
     parser.add_argument("--out", type=Path, default=OUT)
