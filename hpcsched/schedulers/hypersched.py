@@ -228,7 +228,12 @@ class HyperSched:
         """Whether a trial that recorded ``score`` at ``rung`` could not beat the best score so far even
         with the largest gain seen from there (the run's goal is its best score: such a trial has no
         value, its atoms go to others; as ``_exploring_futile`` for new trials)."""
-        bound = self.gain_bound(rung.level)
+        return self._beyond_reach(rung.level, score)
+
+    def _beyond_reach(self, level: int, score: float) -> bool:
+        """Whether ``score`` at rung ``level`` plus the largest gains seen from there stays below the best
+        (False while there is no bound)."""
+        bound = self.gain_bound(level)
         return bound is not None and score + bound < self._best
 
     def _learn_link(self, trial_id: str, level: int, upper: float) -> None:
@@ -326,13 +331,18 @@ class HyperSched:
         step_time = self._single_atom_step_times.value()
         if step_time is None:
             return None
-        fresh = self.startup_estimate + self.spec.R * step_time / self.scaling.rate(1) + self._plan_slack()
+        fresh = self._every_plan_fits_above(step_time)
         if situation.time_left > fresh:
             return situation.time_left - fresh  # until then every plan fits (finish_plan)
         plan = self.finish_plan(situation)
         if plan is None or not plan.fits:
             return None
         return situation.time_left - plan.need - self._plan_slack()
+
+    def _every_plan_fits_above(self, step_time: float) -> float:
+        """Time left above which every finish plan fits with room to spare: a fresh trial on one atom
+        (the smallest allocation) reaches R with a step of slack."""
+        return self.startup_estimate + self.spec.R * step_time / self.scaling.rate(1) + self._plan_slack()
 
     def _plan_slack(self) -> float:
         """Close this long before a plan stops fitting: one step on one atom (decisions come per report)."""
@@ -345,10 +355,8 @@ class HyperSched:
         if step_time is None:
             return None
         startup = self.startup_estimate
-        # the smallest allocation is always one atom: while a fresh trial on one atom fits with room
-        # to spare, every plan does (O(1) for most of the exploration)
-        if not self.closed and situation.time_left > startup + self.spec.R * step_time / self.scaling.rate(1) \
-                + self._plan_slack():
+        # O(1) for most of the exploration
+        if not self.closed and situation.time_left > self._every_plan_fits_above(step_time):
             return None
         cap = 1 if self.spec.allocation == "none" else self._cap(situation.total_atoms)  # finalists never grow
         ranked: list[Candidate] = []
@@ -511,18 +519,14 @@ class HyperSched:
         them), can neither reach R by the deadline nor beat the best score with the largest gains
         seen from its rung (a trial below the first rung has no such bound: never hopeless)."""
         level = self._level.get(trial_id, NO_LEVEL)
-        bound = self.gain_bound(level) if level != NO_LEVEL else None
-        if bound is None or self._trial_best.get(trial_id, -math.inf) + bound >= self._best:
-            return False
-        step_time = self._single_atom_step_times.value() or 0.0
-        candidate = Candidate(trial_id, self._steps.get(trial_id, 0), self._live.get(trial_id, 0))
-        return finish_time(candidate, atoms, self.spec.R, step_time, self.scaling,
-                           self.startup_estimate) > situation.time_left
+        return level != NO_LEVEL and self._beyond_reach(level, self._trial_best.get(trial_id, -math.inf)) \
+            and not self._reaches_R(trial_id, atoms, situation)
 
     def _reaches_R(self, trial_id: str, atoms: int, situation: Situation) -> bool:
-        """Whether the paused ``trial_id``, relaunched now on ``atoms`` atoms, reaches R by the deadline."""
+        """Whether ``trial_id``, training on ``atoms`` atoms from now, reaches R by the deadline (a
+        startup first unless it already holds that many)."""
         step_time = self._single_atom_step_times.value() or 0.0
-        candidate = Candidate(trial_id, self._steps.get(trial_id, 0), 0)
+        candidate = Candidate(trial_id, self._steps.get(trial_id, 0), self._live.get(trial_id, 0))
         need = finish_time(candidate, atoms, self.spec.R, step_time, self.scaling, self.startup_estimate)
         return need <= situation.time_left
 
