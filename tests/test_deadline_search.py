@@ -98,6 +98,26 @@ def test_finish_time_counts_a_startup_only_for_a_relaunch():
     assert finish_time(Candidate(None, 0, 0), 1, 10, 2.0, linear, startup=5.0) == 25.0
 
 
+def test_finish_time_uses_a_candidates_own_step_time_where_measured():
+    linear = named_scaling("linear")
+    assert finish_time(Candidate("a", 4, 1, step_time=3.0), 1, 10, 2.0, linear, startup=5.0) == 18.0
+    assert finish_time(Candidate("a", 4, 0, step_time=3.0), 2, 10, 2.0, linear, startup=5.0) == 14.0
+
+
+def test_the_plan_times_each_candidate_by_its_own_steps():
+    # configurations differ in cost: a takes a second a step, b three; both are at step 4 of 10
+    h = Harness(atoms=2, deadline=30.0, kind="hypersched", r=5, R=10, eta=4, allocation="none")
+    h.start("a")
+    h.start("b")
+    for trial, step, t in (("a", 1, 1), ("a", 2, 2), ("b", 1, 3), ("a", 3, 3), ("a", 4, 4),
+                           ("b", 2, 6), ("b", 3, 9), ("b", 4, 12)):
+        h.report(trial, step, 0.5 + step / 100, t=float(t))
+    plan = h.scheduler.finish_plan(h.situation())
+    assert plan is not None and set(plan.ids) == {"a", "b"}
+    assert plan.need == pytest.approx(18.0)  # b's 6 steps at its own 3 s, not at the run's median
+    assert plan.fits  # 18 s left
+
+
 def test_plan_takes_the_most_finalists_that_reach_R_in_time():
     sqrt = named_scaling("sqrt")
     ranked = [Candidate(f"t{i}", 2, 1) for i in range(8)]
@@ -383,15 +403,31 @@ def test_a_paused_finalist_takes_one_live_trials_place_and_waits_for_it():
     assert ResumeTrial("a", 1) in h.decide()
 
 
+def test_a_paused_finalist_takes_the_atom_of_a_trial_leaving_anyway_instead_of_pausing_another():
+    h = _swap_scenario(time_left=15.0)
+    h.commit(StopRequested(h.now, "b", StopIntent.PAUSE, reason="rung 2"))
+    assert h.decide() == []  # b's atom comes free: nobody is paused for a
+    h.commit(Exited(h.now, "b", ExitOutcome.CHECKPOINTED, 1))
+    assert ResumeTrial("a", 1) in h.decide()
+
+
+def test_a_paused_finalist_resumes_on_the_plans_allocation_when_the_atoms_are_free():
+    h = _swap_scenario(time_left=15.0)
+    for name in ("b", "c"):
+        h.pause(name)
+    h.scheduler.finish_plan = lambda situation: FinishPlan(2, (Candidate("a", 8, 0),), 7.0, True)
+    assert ResumeTrial("a", 2) in h.decide()  # relaunched bigger at once, no resize later
+
+
 def test_no_swap_for_a_finalist_that_cannot_reach_R_in_the_time_left():
     h = _swap_scenario(time_left=10.0)  # a cannot reach R: a swap would trade one partial run for another
     assert h.decide() == []
 
 
-def _endgame(allocation: str) -> Harness:
+def _endgame(allocation: str, h_reports: bool = True) -> Harness:
     """a completed R (gains +0.1 rung 1 -> 2, +0.2 rung 2 -> R); b and c were paused at rung 1; f
-    (the finalist, at step 3 with 0.99) and h (0.65 at rung 1: it could still win when it passed
-    there) run on one atom each; the entrance is closed, 2.5 s are left at one step a second."""
+    (the finalist, at step 3 with 0.99, three seconds a step) and h (0.65 at rung 1: it could still
+    win when it passed there) run on one atom each; the entrance is closed, 2.5 s are left."""
     h = Harness(atoms=2, deadline=1000.0, kind="hypersched", r=1, R=4, eta=2, allocation=allocation,
                 rung_trust="fixed", scaling=named_scaling("sqrt"), resize_cooldown=1)
     h.trials_left = 0
@@ -409,10 +445,11 @@ def _endgame(allocation: str) -> Harness:
     h.start("f")
     h.start("h")
     h.report("f", 1, 0.85, t=h.now + 1)
-    h.report("h", 1, 0.65)  # 0.65 + 0.3 >= 0.9: it may still win, and it ranks second of five
+    if h_reports:
+        h.report("h", 1, 0.65)  # 0.65 + 0.3 >= 0.9: it may still win, and it ranks second of five
     assert h.decide() == []
-    h.report("f", 2, 0.9, t=h.now + 1)
-    h.report("f", 3, 0.99, t=h.now + 1)  # now h cannot: 0.65 + 0.3 < 0.99
+    h.report("f", 2, 0.9, t=h.now + 3)
+    h.report("f", 3, 0.99, t=h.now + 3)  # now h cannot: 0.65 + 0.3 < 0.99
     assert h.decide() == []
     h.scheduler.closed = True
     h.scheduler.finish_plan = lambda situation: FinishPlan(1, (Candidate("f", 3, 1),), 1.0, True)
@@ -422,7 +459,8 @@ def _endgame(allocation: str) -> Harness:
 
 def test_after_close_a_trial_that_can_neither_finish_nor_win_gives_its_atom_to_a_finalist_that_grows():
     h = _endgame("uniform")
-    # h needs 3 s to reach R, and 0.65 + 0.3 < 0.99; f on two atoms: 1.4 x 2.5 s of work > 1.1 x 2.5
+    # h cannot reach R, and 0.65 + 0.3 < 0.99; f needs 3 s on one atom, 3 / 1.4 s on two, and
+    # 1.4 x 2.5 s of work > 1.1 x 2.5
     assert h.decide() == [PauseTrial("h", "atoms to finalist f")]
     h.commit(StopRequested(h.now, "h", StopIntent.PAUSE, reason="atoms to finalist f"))
     assert h.decide() == []  # one such pause at a time; the freed atom waits for f's growth
@@ -433,3 +471,34 @@ def test_after_close_no_atom_goes_to_a_paused_trial_that_can_neither_finish_nor_
     assert h.decide() == []  # no growth to give an atom to: h trains on
     h.pause("h")
     assert h.decide() == []  # h, b and c could not reach R or beat 0.99: the atom is not handed to them
+
+
+def test_after_close_a_finalist_that_reaches_R_as_it_runs_takes_no_atom_for_growth():
+    h = _endgame("uniform", h_reports=False)
+    h.now = 996.5  # 3.5 s left: f needs 3 s on its one atom, a restart could only cost it R; h
+    assert h.decide() == []  # (4 steps from R, best rung within reach 2) could yield, but need not
+
+
+def test_after_close_a_trial_below_the_first_rung_that_cannot_win_yields_as_a_new_trial_would():
+    h = _endgame("uniform", h_reports=False)
+    # h has no rung score; in the 2.5 s left it reaches rung 2 at best, where nobody matched 0.99
+    assert h.decide() == [PauseTrial("h", "atoms to finalist f")]
+
+
+def test_a_resize_costs_the_measured_stop_and_a_startup():
+    h = Harness(atoms=2, kind="hypersched", r=2, R=10, eta=2, scaling=named_scaling("sqrt"))
+    h.start("a", startup=2.0)
+    h.report("a", 1, 0.5, t=5.0)
+    h.commit(StopRequested(6.0, "a", StopIntent.PAUSE))
+    h.report("a", 2, 0.6, t=7.0)  # the step in progress was trained, not lost
+    h.commit(Exited(7.5, "a", ExitOutcome.CHECKPOINTED, 2))
+    assert h.scheduler.resize_overhead == pytest.approx(0.5 + 2.0)
+
+
+def test_no_atom_is_held_back_for_a_growth_that_no_longer_pays():
+    h = Harness(atoms=2, deadline=100.0, kind="hypersched", r=2, R=50, eta=2, scaling=named_scaling("sqrt"))
+    h.start("a", startup=3.0)
+    h.report("a", 1, 0.5, t=4.0)
+    assert h.scheduler._growth_demand(h.situation()) == 1  # 1.4 x (96 - 3) > 1.1 x 96
+    h.now = 88.0  # 12 s left: 1.4 x 9 < 1.1 x 12, so the atom is spare, not kept for a's growth
+    assert h.scheduler._growth_demand(h.situation()) == 0

@@ -24,6 +24,7 @@ class Candidate:
     trial_id: str | None
     step: int
     atoms: int  # atoms it holds now (0 when paused or not started)
+    step_time: float | None = None  # its own measured seconds per step on one atom (None: the run's)
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,11 @@ class FinishPlan:
 
 def finish_time(candidate: Candidate, atoms: int, R: int, step_time: float, scaling: Scaling,
                 startup: float) -> float:
-    """Seconds for ``candidate`` to reach R on ``atoms`` atoms (a startup unless it already runs on them)."""
+    """Seconds for ``candidate`` to reach R on ``atoms`` atoms (a startup unless it already runs on
+    them), at its own step time where measured, else at ``step_time``."""
     restart = 0.0 if candidate.atoms == atoms else startup
-    return restart + max(0, R - candidate.step) * step_time / scaling.rate(atoms)
+    own = candidate.step_time if candidate.step_time is not None else step_time
+    return restart + max(0, R - candidate.step) * own / scaling.rate(atoms)
 
 
 def allocation_sizes(cap: int, grid: int) -> list[int]:

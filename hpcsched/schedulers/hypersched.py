@@ -50,6 +50,8 @@ from hpcsched.state import TrialStatus, TrialView
 NO_LEVEL = -1  # a trial that has not reached the first rung
 CLOCK_EPSILON = 1e-6  # a timed wake lands this far past the moment a rule turns (float rounding)
 TRUST_FULL = 0.5  # rung trust from which a rung pauses as many as successive halving does
+OWN_STEP_TIMES = 8  # a trial's step time is read from its last this many measurements
+OWN_STEP_TIME_QUANTILE = 0.9  # ... at this quantile (the nearest measurement)
 
 
 class HyperSched:
@@ -82,11 +84,17 @@ class HyperSched:
         self._reported: dict[str, int] = {}  # trials that reported since the last decide -> reports since launch
         self._shrinking: set[str] = set()
         self._stopping: set[str] = set()  # asked to stop, not exited yet
+        self._freeing: dict[str, int] = {}  # asked to pause or stop (not to resize), not exited yet -> atoms
+        # asked to stop, not exited yet -> when it was asked, or its last report since (training)
+        self._stop_asked_at: dict[str, float] = {}
+        self._stop_latencies = RunningQuantile(spec.startup_quantile)  # from then to the exit
         self._finalists: set[str] = set()  # after the entrance closed: trials the plan trains to R
         self._share = 1.0  # finalists per atom's worth, fixed when the entrance closes
         self._idle_resumed: set[str] = set()  # resumed only because nothing else could use the atoms
         self._startups = RunningQuantile(spec.startup_quantile)  # O(log n) per launch, not O(n)
         self._single_atom_step_times = RunningQuantile(0.5)  # grows with every report
+        # each trial's own step time on one atom (configurations differ in cost: width, batch size)
+        self._own_step_times: dict[str, list[float]] = {}
         self._longest_run = 0.0
         self._caps: dict[int, int] = {}
         self._best = -math.inf  # best (normalised) score any trial reported
@@ -115,8 +123,11 @@ class HyperSched:
                 self._ranking.set(record.trial, -math.inf)
             self.bracket.unpause(record.trial)
         elif isinstance(record, StopRequested):
+            if record.intent != StopIntent.RESIZE:
+                self._freeing[record.trial] = self._live.get(record.trial, 0)
             self._forget_live(record.trial)
             self._stopping.add(record.trial)
+            self._stop_asked_at.setdefault(record.trial, record.t)
             if record.intent != StopIntent.RESIZE:  # a resized trial keeps its idle-time exemption
                 self._idle_resumed.discard(record.trial)
             if record.intent == StopIntent.RESIZE and record.atoms < (trial.atoms if trial else 0):
@@ -124,6 +135,10 @@ class HyperSched:
         elif isinstance(record, Exited):
             self._forget_live(record.trial)
             self._stopping.discard(record.trial)
+            self._freeing.pop(record.trial, None)
+            asked = self._stop_asked_at.pop(record.trial, None)
+            if asked is not None:
+                self._stop_latencies.add(max(0.0, record.t - asked))
             self._shrinking.discard(record.trial)
             rung = self._pause_rung.pop(record.trial, None)
             if rung is not None and trial is not None and trial.status == TrialStatus.PAUSED \
@@ -135,10 +150,16 @@ class HyperSched:
             self.closed = True
 
     def _on_report(self, record: Reported, trial: TrialView | None) -> None:
+        if record.trial in self._stop_asked_at:  # the step in progress when it was asked: trained, not lost
+            self._stop_asked_at[record.trial] = max(self._stop_asked_at[record.trial], record.t)
         if trial is not None:
             self._longest_run = max(self._longest_run, trial.run_time)
             if trial.atoms == 1 and trial.step_time is not None:
                 self._single_atom_step_times.add(trial.step_time)
+            if trial.atoms >= 1 and trial.step_time is not None:
+                recent = self._own_step_times.setdefault(record.trial, [])
+                recent.append(trial.step_time * self.scaling.rate(trial.atoms) / self.scaling.rate(1))
+                del recent[:-OWN_STEP_TIMES]
         score = self.sign * record.score
         self._best = max(self._best, score)
         self._trial_best[record.trial] = max(score, self._trial_best.get(record.trial, -math.inf))
@@ -247,6 +268,7 @@ class HyperSched:
         level = self._level.pop(trial_id, NO_LEVEL)
         self._by_level[level + 1].discard(trial_id)
         self._steps.pop(trial_id, None)
+        self._own_step_times.pop(trial_id, None)
 
     def candidates_best_first(self):
         """Trials that could still be trained to R, best first: highest rung reached, then the
@@ -279,6 +301,14 @@ class HyperSched:
         if measured is None:
             return self.spec.startup_estimate or 0.0
         return measured
+
+    @property
+    def resize_overhead(self) -> float:
+        """What a resize costs a trial: the stop (measured from the request, or the last report after
+        it, to the exit) and a startup, each at the configured quantile (0 when ignoring overhead)."""
+        if not self.spec.overhead_aware:
+            return 0.0
+        return (self._stop_latencies.value() or 0.0) + self.startup_estimate
 
     def exploration_budget(self) -> float:
         """min(R * T_a, eta * T'): time a new trial would need; explore only while time_left exceeds it."""
@@ -363,7 +393,7 @@ class HyperSched:
         for trial_id in self.candidates_best_first():
             if len(ranked) >= situation.total_atoms:
                 break
-            ranked.append(Candidate(trial_id, self._steps.get(trial_id, 0), self._live.get(trial_id, 0)))
+            ranked.append(self._candidate(trial_id))
         args = (ranked, situation.total_atoms, cap, self.spec.allocation_grid, self.spec.R, step_time,
                 self.scaling, startup, situation.time_left)
         share = self._share if self.closed else self._finalist_share(ranked)
@@ -410,7 +440,7 @@ class HyperSched:
         elif self._finishing:
             free = self._finish(situation, free, out)
         elif self.spec.backfill and free > 0:
-            spare = free - self._growth_demand(situation.total_atoms)
+            spare = free - self._growth_demand(situation)
             if spare > 0:
                 free -= spare - self._explore(situation, spare, out, make_room=False)
         if self.spec.allocation != "none" and free > 0:
@@ -437,14 +467,22 @@ class HyperSched:
         atoms_each = plan.atoms_each if plan is not None else 1
         # a victim still stopping is its finalist's seat: one victim per finalist
         self._seat_for = {f: v for f, v in self._seat_for.items() if v in self._stopping and f in paused_finalists}
+        # atoms that trials leaving anyway (at R, at a rung) are about to free: seats without a victim
+        coming = sum(self._live.get(t, 0) for t in leaving) + sum(
+            atoms for t, atoms in self._freeing.items()
+            if t not in self._yielded and t not in self._seat_for.values())
         for trial_id in paused_finalists:
-            if free >= 1:
+            if free >= 1:  # on the plan's allocation where the atoms are free: no resize later
+                atoms = max(1, allowed_size(min(atoms_each, free), self.spec.allocation_grid))
                 self.bracket.unpause(trial_id)
-                out.append(ResumeTrial(trial_id, 1))
-                free -= 1
+                out.append(ResumeTrial(trial_id, atoms))
+                free -= atoms
                 continue
             if trial_id in self._seat_for or not self._reaches_R(trial_id, atoms_each, situation):
                 continue  # its seat is being freed; or a swap would trade one partial run for another
+            if coming >= 1:
+                coming -= 1  # it takes the next atom that comes free
+                continue
             victim = self._swap_victim(trial_id, finalists, leaving)
             if victim is None:
                 break
@@ -455,7 +493,7 @@ class HyperSched:
         futile = self._exploring_futile(situation)
         if futile and self.spec.allocation != "none":
             self._yield_to_growth(situation, finalists, leaving, out)
-        spare = free - self._growth_demand(situation.total_atoms)
+        spare = free - self._growth_demand(situation)
         if spare <= 0:
             return free
         if plan is not None and len(plan.finalists) < situation.total_atoms // plan.atoms_each and not futile:
@@ -486,12 +524,13 @@ class HyperSched:
         if self._yielded:
             return
         cap = self._cap(situation.total_atoms)
-        growing = [t for t in finalists if t in self._live and t not in leaving and self._live[t] < cap]
+        growing = [t for t in finalists if t in self._live and t not in leaving and self._live[t] < cap
+                   and not self._reaches_R(t, self._live[t], situation)]
         for finalist in sorted(growing, key=lambda t: self._ranking.rank(t) if t in self._ranking else math.inf):
             current = self._live[finalist]
             new = allowed_size(current + 1, self.spec.allocation_grid)
             if new <= current or not worth_resizing(self.scaling, current, new, situation.time_left,
-                                                     self.startup_estimate, self.spec.resize_margin):
+                                                     self.resize_overhead, self.spec.resize_margin):
                 continue
             victim = self._hopeless_live(situation, finalists, leaving)
             if victim is not None:
@@ -516,18 +555,40 @@ class HyperSched:
 
     def _hopeless(self, trial_id: str, atoms: int, situation: Situation) -> bool:
         """Whether ``trial_id``, training on ``atoms`` atoms from now (a startup first unless it holds
-        them), can neither reach R by the deadline nor beat the best score with the largest gains
-        seen from its rung (a trial below the first rung has no such bound: never hopeless)."""
+        them), can neither reach R by the deadline nor beat the best score: with the largest gains
+        seen from its rung, or, below the first rung, as a new trial could not (``_none_won_below``)."""
+        if self._reaches_R(trial_id, atoms, situation):
+            return False
         level = self._level.get(trial_id, NO_LEVEL)
-        return level != NO_LEVEL and self._beyond_reach(level, self._trial_best.get(trial_id, -math.inf)) \
-            and not self._reaches_R(trial_id, atoms, situation)
+        if level != NO_LEVEL:
+            return self._beyond_reach(level, self._trial_best.get(trial_id, -math.inf))
+        step_time = self._own_step_time(trial_id) or self._single_atom_step_times.value()
+        if step_time is None or step_time <= 0 or not math.isfinite(self._best):
+            return False
+        restart = 0.0 if self._live.get(trial_id, 0) == atoms else self.startup_estimate
+        reach = self._steps.get(trial_id, 0) + \
+            max(0.0, situation.time_left - restart) * self.scaling.rate(atoms) / step_time
+        return self._none_won_below(reach)
+
+    def _own_step_time(self, trial_id: str) -> float | None:
+        """``trial_id``'s step time as on one atom, for plans against the deadline: the upper decile
+        of its last measurements (a real step's time varies with its neighbours; None before any)."""
+        recent = self._own_step_times.get(trial_id)
+        if not recent:
+            return None
+        ordered = sorted(recent)
+        return ordered[round(OWN_STEP_TIME_QUANTILE * (len(ordered) - 1))]
+
+    def _candidate(self, trial_id: str) -> Candidate:
+        return Candidate(trial_id, self._steps.get(trial_id, 0), self._live.get(trial_id, 0),
+                         self._own_step_time(trial_id))
 
     def _reaches_R(self, trial_id: str, atoms: int, situation: Situation) -> bool:
         """Whether ``trial_id``, training on ``atoms`` atoms from now, reaches R by the deadline (a
         startup first unless it already holds that many)."""
         step_time = self._single_atom_step_times.value() or 0.0
-        candidate = Candidate(trial_id, self._steps.get(trial_id, 0), self._live.get(trial_id, 0))
-        need = finish_time(candidate, atoms, self.spec.R, step_time, self.scaling, self.startup_estimate)
+        need = finish_time(self._candidate(trial_id), atoms, self.spec.R, step_time, self.scaling,
+                           self.startup_estimate)
         return need <= situation.time_left
 
     def _exploring_futile(self, situation: Situation) -> bool:
@@ -538,6 +599,12 @@ class HyperSched:
         if step_time is None or step_time <= 0 or not math.isfinite(self._best):
             return False
         reach = (situation.time_left - self.startup_estimate) * self.scaling.rate(1) / step_time
+        return self._none_won_below(reach)
+
+    def _none_won_below(self, reach: float) -> bool:
+        """Whether a trial that gets no further than step ``reach`` is unlikely to beat the best score:
+        ``reach`` < R and nobody recorded at the highest rung up to ``reach`` matched it (with n
+        recorded there, the chance that one more does is below 1/(n+1)); True below the first rung."""
         if reach >= self.spec.R:
             return False
         for rung in self.bracket.rungs:  # highest first
@@ -579,12 +646,17 @@ class HyperSched:
             out.append(ResumeTrial(candidate, 1))
             free -= 1
 
-    def _growth_demand(self, total: int) -> int:
-        """Atoms the live trials would still take under the allocation policy (0 without one)."""
+    def _growth_demand(self, situation: Situation) -> int:
+        """Atoms the live trials would still take under the allocation policy (0 without one, or
+        once no growth passes the overhead-aware test in the time left: held back, they would idle)."""
         live = len(self._live)
         if self.spec.allocation == "none" or not live:
             return 0
+        total = situation.total_atoms
         cap = self._cap(total)
+        if not worth_resizing(self.scaling, 1, cap, situation.time_left, self.resize_overhead,
+                              self.spec.resize_margin):
+            return 0
         if self.spec.allocation == "uniform":
             wanted = min(total, live * cap)
         else:
@@ -633,7 +705,7 @@ class HyperSched:
         if not live or not self._reported:
             return
         cap = self._cap(situation.total_atoms)
-        overhead = self.startup_estimate
+        overhead = self.resize_overhead
         for trial_id, reports in self._reported.items():
             if free <= 0:
                 return
