@@ -502,3 +502,14 @@ def test_no_atom_is_held_back_for_a_growth_that_no_longer_pays():
     assert h.scheduler._growth_demand(h.situation()) == 1  # 1.4 x (96 - 3) > 1.1 x 96
     h.now = 88.0  # 12 s left: 1.4 x 9 < 1.1 x 12, so the atom is spare, not kept for a's growth
     assert h.scheduler._growth_demand(h.situation()) == 0
+
+
+def test_no_trial_starts_that_could_not_report_a_step_before_the_deadline():
+    h = Harness(atoms=2, deadline=100.0, kind="hypersched", r=2, R=50, eta=2, entrance="none")
+    h.start("a", startup=2.0)
+    for step in range(1, 4):
+        h.report("a", step, 0.5, t=2.0 + step)
+    h.now = 96.5  # 3.5 s left: a startup (2 s) and a step (1 s) fit
+    assert StartTrial(1) in h.decide()
+    h.now = 97.5  # 2.5 s left: it would start, but not report
+    assert not any(isinstance(d, StartTrial) for d in h.decide())

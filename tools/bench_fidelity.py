@@ -1,11 +1,13 @@
 """Does a real run do what the simulator says? One spec, simulated and run for real.
 
     .venv/bin/python tools/bench_fidelity.py [--seeds 5] [--deadline 1800] [--atoms 2]
-        [--time-scale 0.05] [--curves DIR] [--out docs/results/fidelity.md]
+        [--time-scale 0.05] [--backend local|slurm] [--curves DIR] [--out FILE]
 
 The shared cifar10-resnets trace (R = 50, r = 2, eta = 4, 30 s per step on one atom, sqrt
-scaling, HyperSched's defaults) is run on the local backend with the replay trainable
-(hpcsched.replay: real processes that sleep ``time-scale`` x the recorded time per step), then
+scaling, HyperSched's defaults) is run on the local backend (or, with ``--backend slurm``, as a
+controller job on the local Slurm cluster of tools/slurm_test_cluster.sh, each launch an srun step;
+run as root with the cluster started) with the replay trainable (hpcsched.replay: real processes
+that sleep ``time-scale`` x the recorded time per step), then
 replayed in the simulator with the startup, per-step overhead and stop latency the real run
 measured, and its stop margin. Times of the real run are
 divided by the time scale, so both read in trace seconds. Printed side by side and written to
@@ -38,7 +40,8 @@ from hpcsched.simulate import simulate_run  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
 
 CURVES = REPO.parent / "shared" / "data" / "curves"
-OUT = REPO / "docs" / "results" / "fidelity.md"
+OUTS = {"local": REPO / "docs" / "results" / "fidelity.md", "slurm": REPO / "docs" / "results" / "fidelity-slurm.md"}
+BACKENDS = {"local": "the local backend", "slurm": "the SLURM backend on the local two-node test cluster"}
 TRACE = "cifar10-resnets.csv"
 R, r, ETA, STEP_TIME, SCALING = 50, 2, 4, 30.0, "sqrt"
 STOP_MARGIN = 1.0  # real seconds before the deadline when trials are asked to stop (both runs plan to it)
@@ -113,7 +116,8 @@ def summarize(records, scale: float) -> Summary:
                    statistics.median(latencies) if latencies else 0.0, frozenset(decisions))
 
 
-def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, work: Path) -> list:
+def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, work: Path,
+             backend: str = "local") -> list:
     spec = {
         "name": f"fidelity-{seed}", "trainable": "hpcsched.replay:train",
         "metric": {"name": "accuracy", "mode": "max"},
@@ -124,6 +128,9 @@ def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, 
         "deadline": deadline * scale, "seed": seed,
         "controller": {"poll_interval": 0.05, "stop_margin": STOP_MARGIN, "stop_grace": 10},
     }
+    if backend == "slurm":
+        from tools.bench_slurm import submit_and_wait
+        return read_journal(submit_and_wait(spec, f"fidelity-{seed}", atoms, deadline * scale, work) / "events.jsonl")
     path = work / f"real-{seed}.yaml"
     path.write_text(yaml.safe_dump(spec))
     run = work / f"real-{seed}"
@@ -158,11 +165,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--deadline", type=float, default=1800.0, help="trace seconds")
-    parser.add_argument("--atoms", type=int, default=2, help="at most the machine's cores (the local backend's rule)")
+    parser.add_argument("--atoms", type=int, default=2,
+                        help="local: at most the machine's cores (the local backend's rule)")
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="local")
     parser.add_argument("--time-scale", type=float, default=0.05, help="real seconds per trace second")
     parser.add_argument("--curves", type=Path, default=CURVES)
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, help="default: docs/results/fidelity.md (local), "
+                                                  "fidelity-slurm.md (slurm)")
     args = parser.parse_args(argv)
+    args.out = args.out or OUTS[args.backend]
     trace = args.curves / TRACE
     if not trace.is_file():
         print(f"skipped: {trace} is absent")
@@ -172,8 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for seed in range(args.seeds):
-            real = summarize(real_run(trace, seed, args.deadline, args.atoms, args.time_scale, work),
-                             args.time_scale)
+            real = summarize(real_run(trace, seed, args.deadline, args.atoms, args.time_scale, work,
+                                      args.backend), args.time_scale)
             sim = summarize(simulated_run(trace, seed, args.deadline, args.atoms, real, args.time_scale, work), 1.0)
             rows.append((seed, real, sim, agreement(real.decisions, sim.decisions)))
             print(f"seed {seed}: real best {real.best_score}, sim best {sim.best_score}, "
@@ -197,9 +208,10 @@ def render(rows, args, seconds: float) -> str:
         "# Simulator against real runs",
         "",
         f"Generated by `python tools/bench_fidelity.py --seeds {args.seeds} --deadline {args.deadline:g} "
-        f"--atoms {args.atoms} --time-scale {args.time_scale:g}` ({seconds:.0f} s). The shared {TRACE} trace, "
+        f"--atoms {args.atoms} --time-scale {args.time_scale:g} --backend {args.backend}` ({seconds:.0f} s). "
+        f"The shared {TRACE} trace, "
         f"R = {R}, r = {r}, eta = {ETA}, {STEP_TIME:g} s per step on one atom, {SCALING} scaling, HyperSched's "
-        f"defaults, {args.atoms} atoms, deadline {args.deadline:g} s. Real: the local backend with the replay "
+        f"defaults, {args.atoms} atoms, deadline {args.deadline:g} s. Real: {BACKENDS[args.backend]} with the replay "
         f"trainable, {args.time_scale:g} real seconds per trace second (times below divided by it). Simulated: "
         "the same spec with the startup, the per-step overhead (a step's time beyond the trace's: the report, "
         "its checkpoint) and the stop latency (a stopped trial's last report to its exit: the verdict round "

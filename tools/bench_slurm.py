@@ -53,12 +53,18 @@ def spec_for(trials: int, seconds: float) -> dict:
 
 
 def run_job(trials: int, seconds: float, work: Path) -> Path:
-    spec = work / f"spec-{trials}.yaml"
-    spec.write_text(yaml.safe_dump(spec_for(trials, seconds)))
-    run = work / f"run-{trials}"
-    batch = work / f"job-{trials}.sh"
-    batch.write_text(BATCH.format(per_node=(trials + 1) // 2, out=work / f"ctl-{trials}.out",
-                                  hpcsched=Path(sys.executable).parent / "hpcsched", spec=spec, run=run))
+    return submit_and_wait(spec_for(trials, seconds), f"{trials}", trials, seconds, work)
+
+
+def submit_and_wait(spec: dict, name: str, atoms: int, seconds: float, work: Path) -> Path:
+    """Run ``spec`` as a controller job on two nodes of the local cluster with ``atoms`` one-CPU
+    tasks; wait for it (at most ``seconds`` + 300 s) and return the run directory."""
+    spec_path = work / f"spec-{name}.yaml"
+    spec_path.write_text(yaml.safe_dump(spec))
+    run = work / f"run-{name}"
+    batch = work / f"job-{name}.sh"
+    batch.write_text(BATCH.format(per_node=(atoms + 1) // 2, out=work / f"ctl-{name}.out",
+                                  hpcsched=Path(sys.executable).parent / "hpcsched", spec=spec_path, run=run))
     job = subprocess.run(["sbatch", "--parsable", str(batch)], capture_output=True, text=True, check=True,
                          cwd=REPO).stdout.strip()
     end = time.monotonic() + seconds + 300
@@ -68,7 +74,7 @@ def run_job(trials: int, seconds: float, work: Path) -> Path:
         time.sleep(2)
     else:
         subprocess.run(["scancel", job])
-        raise SystemExit(f"job {job} did not finish; see {work / f'ctl-{trials}.out'}")
+        raise SystemExit(f"job {job} did not finish; see {work / f'ctl-{name}.out'}")
     return run
 
 

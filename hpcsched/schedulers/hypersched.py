@@ -302,6 +302,10 @@ class HyperSched:
             return self.spec.startup_estimate or 0.0
         return measured
 
+    def _first_report_in(self) -> float:
+        """Seconds from a launch to its first report: a startup and one step on one atom."""
+        return self.startup_estimate + (self._single_atom_step_times.value() or 0.0) / self.scaling.rate(1)
+
     @property
     def resize_overhead(self) -> float:
         """What a resize costs a trial: the stop (measured from the request, or the last report after
@@ -433,8 +437,8 @@ class HyperSched:
             if reason is not None:
                 self.closed = True
                 out.append(CloseEntrance(reason))
-        if situation.time_left <= self.startup_estimate:
-            pass  # a trial started now would not finish starting before the deadline
+        if situation.time_left <= self._first_report_in():
+            pass  # a trial started now would not report a step before the deadline
         elif not self.closed:
             free = self._explore(situation, free, out)
         elif self._finishing:
@@ -446,7 +450,7 @@ class HyperSched:
         if self.spec.allocation != "none" and free > 0:
             self._grow(situation, free, out)
         if free > 0 and not self._live and not out and (self.spec.backfill or not self.closed) \
-                and situation.time_left > self.startup_estimate:
+                and situation.time_left > self._first_report_in():
             self._resume_idle(free, out)
         self._reported.clear()
         return out
