@@ -43,7 +43,8 @@ def test_fixed_fraction_entrance_and_none():
     assert _closes(h)
     never = Harness(atoms=2, deadline=100.0, kind="hypersched", entrance="none", R=10)
     never.start("a")
-    never.report("a", 1, 0.5, t=99.9)
+    never.report("a", 1, 0.5, t=1.0)
+    never.now = 98.0  # 2 s left: a new trial would still report a step
     decisions = never.decide()
     assert not any(isinstance(d, CloseEntrance) for d in decisions)
     assert StartTrial(1) in decisions
