@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from hpcsched.clock import VirtualClock
@@ -29,6 +30,7 @@ from hpcsched.workloads import Workload, oracle_score
 from hpcsched.workloads.synthetic import CURVE_PARAMETERS, SyntheticWorkload
 from hpcsched.workloads.trace import TraceWorkload, load_trace
 
+STARTUP_STREAM = 7  # the seeded stream a simulated run draws its startups from (a list in the workload)
 SUMMARY_COLUMNS = ("variant", "seed", "best_score", "oracle_score", "regret", "trials_started", "resizes",
                    "pauses", "promotions", "completed", "entrance_closed_at", "best_trial", "best_step")
 
@@ -77,6 +79,11 @@ def curve_ranges(space: Space | None) -> dict[str, tuple[float, float]]:
     return ranges
 
 
+def typical_startup(startup: float | tuple[float, ...]) -> float:
+    """One launch's startup: the workload's, or the median of the measured ones it draws from."""
+    return float(np.median(startup)) if isinstance(startup, tuple) else startup
+
+
 def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None = None,
                  traces: dict | None = None, stop_margin: float = 0.0) -> tuple[RunState, Workload]:
     """One simulated run; returns its final state and the workload it replayed.
@@ -88,7 +95,8 @@ def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None
     w = spec.workload
     workload = build_workload(spec, seed, variant.scheduler.R, traces)
     clock = VirtualClock(0.0)
-    executor = SimExecutor(workload, clock, w.scaling, w.startup, w.step_overhead, w.stop_latency)
+    executor = SimExecutor(workload, clock, w.scaling, w.startup, w.step_overhead, w.stop_latency,
+                           rng=np.random.default_rng([seed, STARTUP_STREAM]))
     sampler = _CurveNaming(make_sampler(spec.sampler, spec.space, seed, spec.metric.mode), executor)
     journal = JsonlJournal(event_log, durable=False) if event_log else NullJournal()
     try:
@@ -124,8 +132,8 @@ def _run_task(task: SimTask, traces: dict | None = None) -> dict[str, Any]:
         task.event_log.parent.mkdir(parents=True, exist_ok=True)
     state, workload = simulate_run(spec, task.variant, task.seed, task.event_log, traces)
     w = spec.workload
-    oracle = oracle_score(workload, atoms=spec.resources.atoms, deadline=spec.deadline, startup=w.startup,
-                          scaling=w.scaling, mode=spec.metric.mode)
+    oracle = oracle_score(workload, atoms=spec.resources.atoms, deadline=spec.deadline,
+                          startup=typical_startup(w.startup), scaling=w.scaling, mode=spec.metric.mode)
     best = state.best_score
     row: dict[str, Any] = {key: value for key, value in task.params}
     row.update(variant=task.variant.name, seed=task.seed, best_score=best, oracle_score=oracle,

@@ -6,6 +6,7 @@ import pytest
 from hpcsched.clock import VirtualClock
 from hpcsched.controller import Controller, RunSettings
 from hpcsched.executors.base import LaunchRequest, TrialExit, TrialReport, TrialStarted
+from hpcsched.errors import SpecError
 from hpcsched.executors.sim import SimExecutor
 from hpcsched.samplers import IndexSampler, NoSpace
 from hpcsched.journal import ListJournal
@@ -214,3 +215,37 @@ def test_a_stop_at_a_report_leaves_from_that_step_and_one_in_startup_after_the_s
     assert exits["t0"].t == 4.25 and exits["t0"].step == 2
     assert exits["t1"].t == 6.25 and exits["t1"].step == 0
     assert not [e for e in events if isinstance(e, TrialReport)]
+
+
+def test_each_launch_draws_its_startup_from_measured_ones_seeded():
+    spec = SchedulerSpec(kind="asha", r=100, R=2, eta=4)
+    measured = (1.0, 3.0)
+
+    def startups(seed):
+        clock = VirtualClock()
+        executor = SimExecutor(ListWorkload([linear_curve(f"c{i}", 2) for i in range(12)]), clock,
+                               named_scaling("linear"), measured, rng=np.random.default_rng(seed))
+        state = RunState("max")
+        settings = RunSettings("t", "v", "d", 0, 100.0, ("0", "1"), max_trials=12)
+        journal = ListJournal()
+        Controller(settings, make_scheduler(spec, "max"), executor, clock, journal,
+                   IndexSampler(lambda i: {"i": i}), state).run()
+        return [r.startup for r in journal.records if isinstance(r, Running)]
+
+    drawn = startups(0)
+    assert len(drawn) == 12 and set(drawn) == {1.0, 3.0}  # both drawn, nothing else
+    assert startups(0) == drawn  # the same seed draws the same startups
+    with pytest.raises(ValueError, match="rng"):
+        SimExecutor(ListWorkload([]), VirtualClock(), named_scaling("linear"), measured)
+
+
+def test_the_workload_spec_takes_a_list_of_measured_startups_and_names_a_bad_one():
+    raw = {"name": "x", "scheduler": {"kind": "asha", "r": 1, "R": 4}, "deadline": 10,
+           "workload": {"kind": "synthetic", "startup": [0.5, "2s"]}}
+    assert parse_experiment(raw).spec.workload.startup == (0.5, 2.0)
+    raw["workload"]["startup"] = [0.5, "soon"]
+    with pytest.raises(SpecError, match=r"workload\.startup.*soon"):
+        parse_experiment(raw)
+    raw["workload"]["startup"] = []
+    with pytest.raises(SpecError, match=r"workload\.startup"):
+        parse_experiment(raw)

@@ -8,8 +8,8 @@ scaling, HyperSched's defaults) is run on the local backend (or, with ``--backen
 controller job on the local Slurm cluster of tools/slurm_test_cluster.sh, each launch an srun step;
 run as root with the cluster started) with the replay trainable (hpcsched.replay: real processes
 that sleep ``time-scale`` x the recorded time per step), then
-replayed in the simulator with the startup, per-step overhead and stop latency the real run
-measured, and its stop margin. Times of the real run are
+replayed in the simulator with the startups (each launch draws one of the measured ones), the
+per-step overhead and stop latency the real run measured, and its stop margin. Times of the real run are
 divided by the time scale, so both read in trace seconds. Printed side by side and written to
 ``--out``: best_score, trials started, pauses, promotions, resizes, when exploration closed,
 atom-seconds per trial, and the fraction of pause / promotion / resize decisions that are the
@@ -60,6 +60,7 @@ class Summary:
     step_overhead: float  # median seconds a one-atom step took beyond the trace's, trace seconds
     stop_latency: float  # median seconds from a stopped trial's last report (or start) to its exit, trace seconds
     decisions: frozenset  # (trial index, kind, step)
+    startups: tuple[float, ...] = ()  # every measured startup, trace seconds
 
 
 def summarize(records, scale: float) -> Summary:
@@ -113,7 +114,7 @@ def summarize(records, scale: float) -> Summary:
     return Summary(best, len(index), kinds.count("pause"), kinds.count("promote"), kinds.count("resize"), closed,
                    atom_seconds / max(1, len(index)), statistics.median(startups) if startups else 0.0,
                    max(0.0, statistics.median(gaps) - STEP_TIME) if gaps else 0.0,
-                   statistics.median(latencies) if latencies else 0.0, frozenset(decisions))
+                   statistics.median(latencies) if latencies else 0.0, frozenset(decisions), tuple(startups))
 
 
 def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, work: Path,
@@ -147,7 +148,8 @@ def simulated_run(trace: Path, seed: int, deadline: float, atoms: int, measured:
         "name": f"fidelity-{seed}", "metric": {"name": "accuracy", "mode": "max"},
         "scheduler": {"kind": "hypersched", "r": r, "R": R, "eta": ETA, "scaling": SCALING},
         "resources": {"atoms": atoms}, "deadline": deadline, "seed": seed,
-        "workload": {"kind": "trace", "path": str(trace), "step_time": STEP_TIME, "startup": measured.startup,
+        "workload": {"kind": "trace", "path": str(trace), "step_time": STEP_TIME,
+                     "startup": list(measured.startups) or measured.startup,
                      "step_overhead": measured.step_overhead, "stop_latency": measured.stop_latency,
                      "scaling": SCALING},
     }
@@ -213,8 +215,9 @@ def render(rows, args, seconds: float) -> str:
         f"R = {R}, r = {r}, eta = {ETA}, {STEP_TIME:g} s per step on one atom, {SCALING} scaling, HyperSched's "
         f"defaults, {args.atoms} atoms, deadline {args.deadline:g} s. Real: {BACKENDS[args.backend]} with the replay "
         f"trainable, {args.time_scale:g} real seconds per trace second (times below divided by it). Simulated: "
-        "the same spec with the startup, the per-step overhead (a step's time beyond the trace's: the report, "
-        "its checkpoint) and the stop latency (a stopped trial's last report to its exit: the verdict round "
+        "the same spec with the startups (each launch draws one of those the real run measured), the "
+        "per-step overhead (a step's time beyond the trace's: the report, its checkpoint) and the stop "
+        "latency (a stopped trial's last report to its exit: the verdict round "
         "trip, the process's exit) that the real run measured (medians), the same stop margin "
         f"({STOP_MARGIN / args.time_scale:g} s), a stop between reports taking effect after the step in "
         "progress, as in a real trainable. Decisions: pauses and resizes as (trial, the step it left at), "

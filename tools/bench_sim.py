@@ -20,6 +20,8 @@ import cProfile
 import pstats
 import sys
 import time
+
+import numpy as np
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,7 +84,8 @@ def run_once(spec: Spec) -> tuple[RunState, int, float]:
     workload = SyntheticWorkload(seed=spec.seed, max_steps=scheduler_spec.R, step_time=w.step_time,
                                  size=w.trials, noise=w.noise)
     clock = VirtualClock(0.0)
-    executor = SimExecutor(workload, clock, w.scaling, w.startup, w.step_overhead, w.stop_latency)
+    executor = SimExecutor(workload, clock, w.scaling, w.startup, w.step_overhead, w.stop_latency,
+                           rng=np.random.default_rng(spec.seed))
     journal = CountingJournal()
     controller = build_controller(spec, Variant(scheduler_spec.kind, scheduler_spec), executor, clock, journal,
                                   deadline=spec.deadline, atom_ids=[str(i) for i in range(spec.resources.atoms)],

@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import numpy as np
+
 from hpcsched.clock import Clock
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.scaling import Scaling
@@ -45,14 +47,19 @@ class _SimTrial:
 
 
 class SimExecutor:
-    def __init__(self, workload: Workload, clock: Clock, scaling: Scaling, startup: float, step_overhead: float = 0.0,
-                 stop_latency: float = 0.0):
+    def __init__(self, workload: Workload, clock: Clock, scaling: Scaling, startup: float | tuple[float, ...],
+                 step_overhead: float = 0.0, stop_latency: float = 0.0, rng: np.random.Generator | None = None):
+        """``startup``: seconds per launch, or measured startups that each launch draws one of with
+        ``rng`` (required then)."""
+        if isinstance(startup, tuple) and rng is None:
+            raise ValueError("drawing startups needs an rng")
         self.workload = workload
         self.step_overhead = step_overhead
         self.stop_latency = stop_latency
         self.clock = clock
         self.scaling = scaling
         self.startup = startup
+        self._rng = rng
         self._heap: list[tuple[float, int, int, str, int]] = []
         self._seq = itertools.count()
         self._trials: dict[str, _SimTrial] = {}
@@ -78,7 +85,13 @@ class SimExecutor:
         trial.stopping = False
         trial.decision_steps = request.decision_steps
         trial.waits_at = -math.inf
-        self._push(self.clock.now() + self.startup, _START, request.trial_id, trial.generation)
+        self._push(self.clock.now() + self._next_startup(), _START, request.trial_id, trial.generation)
+
+    def _next_startup(self) -> float:
+        if isinstance(self.startup, tuple):
+            assert self._rng is not None  # checked in __init__
+            return float(self.startup[int(self._rng.integers(len(self.startup)))])
+        return self.startup
 
     def request_stop(self, trial_id: str) -> None:
         trial = self._trials.get(trial_id)

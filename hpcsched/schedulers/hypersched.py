@@ -34,6 +34,7 @@ Mechanisms, each a switch of SchedulerSpec so the paper's ablations are configur
 from __future__ import annotations
 
 import math
+import statistics
 
 from hpcsched.mode import Mode
 from hpcsched.records import EntranceClosed, Exited, Launched, Record, Reported, Running, StopIntent, StopRequested
@@ -50,8 +51,7 @@ from hpcsched.state import TrialStatus, TrialView
 NO_LEVEL = -1  # a trial that has not reached the first rung
 CLOCK_EPSILON = 1e-6  # a timed wake lands this far past the moment a rule turns (float rounding)
 TRUST_FULL = 0.5  # rung trust from which a rung pauses as many as successive halving does
-OWN_STEP_TIMES = 8  # a trial's step time is read from its last this many measurements
-OWN_STEP_TIME_QUANTILE = 0.9  # ... at this quantile (the nearest measurement)
+OWN_STEP_TIMES = 8  # a trial's step time: the median of its last this many measurements
 
 
 class HyperSched:
@@ -575,13 +575,9 @@ class HyperSched:
         return self._none_won_below(reach)
 
     def _own_step_time(self, trial_id: str) -> float | None:
-        """``trial_id``'s step time as on one atom, for plans against the deadline: the upper decile
-        of its last measurements (a real step's time varies with its neighbours; None before any)."""
+        """``trial_id``'s step time as on one atom: the median of its last measurements (None before any)."""
         recent = self._own_step_times.get(trial_id)
-        if not recent:
-            return None
-        ordered = sorted(recent)
-        return ordered[round(OWN_STEP_TIME_QUANTILE * (len(ordered) - 1))]
+        return statistics.median(recent) if recent else None
 
     def _candidate(self, trial_id: str) -> Candidate:
         return Candidate(trial_id, self._steps.get(trial_id, 0), self._live.get(trial_id, 0),

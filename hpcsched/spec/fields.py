@@ -184,6 +184,15 @@ def duration(value: Any) -> float:
         raise ValueError(f"expected a duration (seconds, or like 90s, 30m, 2h), got {shown(value)}") from None
 
 
+def durations(value: Any) -> float | tuple[float, ...]:
+    """A duration, or a non-empty list of them (e.g. startups measured on a real run)."""
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise ValueError("expected a duration or a non-empty list of durations, got []")
+        return tuple(duration(v) for v in value)
+    return duration(value)
+
+
 def positive_duration(value: Any) -> float:
     seconds = duration(value)
     if seconds <= 0:

@@ -98,7 +98,8 @@ class WorkloadSpec:
     kind: str = "synthetic"
     path: Path | None = None
     step_time: float = 0.1  # seconds per step on one atom (a trace's time column overrides)
-    startup: float = 0.0  # seconds per start, resume or resize
+    # seconds per start, resume or resize; a list: each launch draws one (seeded by the run's seed)
+    startup: float | tuple[float, ...] = 0.0
     step_overhead: float = 0.0  # seconds added to every step (a real report's cost: checkpoint, verdict)
     stop_latency: float = 0.0  # seconds a stopped trial holds its atoms after its last step (a process's exit)
     scaling: Scaling = field(default_factory=lambda: named_scaling("linear"))  # the true s(a)

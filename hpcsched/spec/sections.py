@@ -54,7 +54,7 @@ def scheduler_fields(path: str, problems: list[str]) -> Table:
 
 def workload_fields(problems: list[str]) -> Table:
     return {"kind": f.one_of(*WORKLOAD_KINDS), "path": f.string, "step_time": f.positive_duration,
-            "startup": f.duration, "step_overhead": f.duration,
+            "startup": f.durations, "step_overhead": f.duration,
             "stop_latency": f.duration,
             "scaling": lambda v: f.scaling(v, "workload.scaling", problems), "trials": f.int_at_least(1),
             "noise": f.number_at_least(0)}
