@@ -1,7 +1,8 @@
 """Does a real run do what the simulator says? One spec, simulated and run for real.
 
     .venv/bin/python tools/bench_fidelity.py [--seeds 5] [--deadline 1800] [--atoms 2]
-        [--time-scale 0.05] [--backend local|slurm] [--curves DIR] [--out FILE]
+        [--time-scale 0.05] [--backend local|slurm] [--startups median|measured] [--curves DIR]
+        [--out FILE]
 
 The shared cifar10-resnets trace (R = 50, r = 2, eta = 4, 30 s per step on one atom, sqrt
 scaling, HyperSched's defaults) is run on the local backend (or, with ``--backend slurm``, as a
@@ -144,7 +145,7 @@ def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, 
 
 
 def simulated_run(trace: Path, seed: int, deadline: float, atoms: int, measured: Summary, scale: float,
-                  work: Path, startups: str = "measured") -> list:
+                  work: Path, startups: str = "median") -> list:
     raw = {
         "name": f"fidelity-{seed}", "metric": {"name": "accuracy", "mode": "max"},
         "scheduler": {"kind": "hypersched", "r": r, "R": R, "eta": ETA, "scaling": SCALING},
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="local: at most the machine's cores (the local backend's rule)")
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="local")
     parser.add_argument("--startups", choices=("median", "measured"), default="median",
-                        help="simulated launches draw from the measured startups, or all take their median")
+                        help="every simulated launch takes the measured median, or draws one of the measured")
     parser.add_argument("--time-scale", type=float, default=0.05, help="real seconds per trace second")
     parser.add_argument("--curves", type=Path, default=CURVES)
     parser.add_argument("--out", type=Path, help="default: docs/results/fidelity.md (local), "
