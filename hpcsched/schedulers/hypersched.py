@@ -83,11 +83,10 @@ class HyperSched:
         self._pause_rung: dict[str, Rung] = {}
         self._reported: dict[str, int] = {}  # trials that reported since the last decide -> reports since launch
         self._shrinking: set[str] = set()
-        self._stopping: set[str] = set()  # asked to stop, not exited yet
-        self._freeing: dict[str, int] = {}  # asked to pause or stop (not to resize), not exited yet -> atoms
         # asked to stop, not exited yet -> when it was asked, or its last report since (training)
-        self._stop_asked_at: dict[str, float] = {}
+        self._stopping: dict[str, float] = {}
         self._stop_latencies = RunningQuantile(spec.startup_quantile)  # from then to the exit
+        self._freeing: dict[str, int] = {}  # asked to pause or stop (not to resize), not exited yet -> atoms
         self._finalists: set[str] = set()  # after the entrance closed: trials the plan trains to R
         self._share = 1.0  # finalists per atom's worth, fixed when the entrance closes
         self._idle_resumed: set[str] = set()  # resumed only because nothing else could use the atoms
@@ -126,17 +125,15 @@ class HyperSched:
             if record.intent != StopIntent.RESIZE:
                 self._freeing[record.trial] = self._live.get(record.trial, 0)
             self._forget_live(record.trial)
-            self._stopping.add(record.trial)
-            self._stop_asked_at.setdefault(record.trial, record.t)
+            self._stopping.setdefault(record.trial, record.t)
             if record.intent != StopIntent.RESIZE:  # a resized trial keeps its idle-time exemption
                 self._idle_resumed.discard(record.trial)
             if record.intent == StopIntent.RESIZE and record.atoms < (trial.atoms if trial else 0):
                 self._shrinking.add(record.trial)
         elif isinstance(record, Exited):
             self._forget_live(record.trial)
-            self._stopping.discard(record.trial)
             self._freeing.pop(record.trial, None)
-            asked = self._stop_asked_at.pop(record.trial, None)
+            asked = self._stopping.pop(record.trial, None)
             if asked is not None:
                 self._stop_latencies.add(max(0.0, record.t - asked))
             self._shrinking.discard(record.trial)
@@ -150,8 +147,8 @@ class HyperSched:
             self.closed = True
 
     def _on_report(self, record: Reported, trial: TrialView | None) -> None:
-        if record.trial in self._stop_asked_at:  # the step in progress when it was asked: trained, not lost
-            self._stop_asked_at[record.trial] = max(self._stop_asked_at[record.trial], record.t)
+        if record.trial in self._stopping:  # the step in progress when it was asked: trained, not lost
+            self._stopping[record.trial] = max(self._stopping[record.trial], record.t)
         if trial is not None:
             self._longest_run = max(self._longest_run, trial.run_time)
             if trial.atoms == 1 and trial.step_time is not None:
@@ -524,7 +521,7 @@ class HyperSched:
         beat the best score (with the largest gains seen) gives its atoms to the best live finalist
         whose growth passes the overhead-aware test; the finalist grows at its next report. One
         such pause at a time."""
-        self._yielded &= self._stopping
+        self._yielded = {t for t in self._yielded if t in self._stopping}
         if self._yielded:
             return
         cap = self._cap(situation.total_atoms)
@@ -566,13 +563,7 @@ class HyperSched:
         level = self._level.get(trial_id, NO_LEVEL)
         if level != NO_LEVEL:
             return self._beyond_reach(level, self._trial_best.get(trial_id, -math.inf))
-        step_time = self._own_step_time(trial_id) or self._single_atom_step_times.value()
-        if step_time is None or step_time <= 0 or not math.isfinite(self._best):
-            return False
-        restart = 0.0 if self._live.get(trial_id, 0) == atoms else self.startup_estimate
-        reach = self._steps.get(trial_id, 0) + \
-            max(0.0, situation.time_left - restart) * self.scaling.rate(atoms) / step_time
-        return self._none_won_below(reach)
+        return self._unlikely_to_win(trial_id, atoms, situation)
 
     def _own_step_time(self, trial_id: str) -> float | None:
         """``trial_id``'s step time as on one atom: the median of its last measurements (None before any)."""
@@ -592,13 +583,21 @@ class HyperSched:
         return need <= situation.time_left
 
     def _exploring_futile(self, situation: Situation) -> bool:
-        """Whether a trial started now is unlikely to beat the best score so far: it cannot reach R
-        by the deadline (on one atom), and no trial recorded at the highest rung it can reach ever
-        matched that score (with n recorded there, the chance that a new one does is below 1/(n+1))."""
-        step_time = self._single_atom_step_times.value()
+        """Whether a trial started now (on one atom) is unlikely to beat the best score so far."""
+        return self._unlikely_to_win(None, 1, situation)
+
+    def _unlikely_to_win(self, trial_id: str | None, atoms: int, situation: Situation) -> bool:
+        """Whether ``trial_id`` (None: a trial started now), training on ``atoms`` atoms from now (a
+        startup first unless it holds them), gets no further than a step where winning is unlikely
+        (``_none_won_below``), at its own step time where measured."""
+        own = self._own_step_time(trial_id) if trial_id is not None else None
+        step_time = own or self._single_atom_step_times.value()
         if step_time is None or step_time <= 0 or not math.isfinite(self._best):
             return False
-        reach = (situation.time_left - self.startup_estimate) * self.scaling.rate(1) / step_time
+        holds = self._live.get(trial_id, 0) if trial_id is not None else 0
+        restart = 0.0 if holds == atoms else self.startup_estimate
+        reach = (self._steps.get(trial_id, 0) if trial_id is not None else 0) + \
+            max(0.0, situation.time_left - restart) * self.scaling.rate(atoms) / step_time
         return self._none_won_below(reach)
 
     def _none_won_below(self, reach: float) -> bool:
