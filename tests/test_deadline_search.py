@@ -98,6 +98,16 @@ def test_finish_time_counts_a_startup_only_for_a_relaunch():
     assert finish_time(Candidate(None, 0, 0), 1, 10, 2.0, linear, startup=5.0) == 25.0
 
 
+def test_finish_time_counts_the_stop_that_frees_a_started_trials_seat():
+    linear = named_scaling("linear")
+    # resizing: its own stop, then a startup; paused: the stop of the trial it displaces, then a startup
+    assert finish_time(Candidate("a", 4, 1), 2, 10, 2.0, linear, startup=5.0, stop=1.5) == 12.5
+    assert finish_time(Candidate("a", 4, 0), 1, 10, 2.0, linear, startup=5.0, stop=1.5) == 18.5
+    # already on its atoms: nothing to stop; a new trial displaces nobody
+    assert finish_time(Candidate("a", 4, 1), 1, 10, 2.0, linear, startup=5.0, stop=1.5) == 12.0
+    assert finish_time(Candidate(None, 0, 0), 1, 10, 2.0, linear, startup=5.0, stop=1.5) == 25.0
+
+
 def test_finish_time_uses_a_candidates_own_step_time_where_measured():
     linear = named_scaling("linear")
     assert finish_time(Candidate("a", 4, 1, step_time=3.0), 1, 10, 2.0, linear, startup=5.0) == 18.0

@@ -54,8 +54,13 @@ def test_quickstart_from_a_fresh_copy_as_the_readme_says(tmp_path):
     # HyperSched's mechanisms act: exploration closes before the deadline and a model is trained to R
     assert result["exploration_closed_at"] is not None and result["exploration_closed_at"] < result["deadline"]
     assert result["best_completed"] is not None and result["best_completed"]["step"] == result["max_steps"] == 30
-    # the answer is the best configuration as a fully trained model: its step-R checkpoint
-    assert result["best"]["completed"] and result["best"]["step"] == 30
+    best, done = result["best"], result["best_completed"]
+    if best["completed"]:  # the answer is the best configuration as a fully trained model: its step-R checkpoint
+        assert best["step"] == 30
+    else:  # (on a slow machine) a trial that could not reach R reported above every trained one: both are named
+        assert best["trained_steps"] < 30 and best["peak_score"] > done["score"]
+        assert "(not trained to R = 30)" in proc.stdout and f"best fully trained (step 30): trial {done['trial']}" \
+            in proc.stdout
     assert all(exited == decided for _, reason, decided, exited, _ in pause_lags(records(run))
                if reason.startswith("rung"))  # no epoch trained after a pause at a rung
     assert result["best"]["checkpoint"] in proc.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import numpy as np
@@ -127,6 +128,9 @@ def test_extend_continues_an_expired_run(tmp_path):
     proc = hpcsched("run", str(spec), "--run-dir", str(run), "--resume", "--deadline", "5m")
     assert proc.returncode == 2 and "--extend" in proc.stderr
 
+    # the run ended at its stop margin, up to 2 s before its deadline: wait until that deadline has passed,
+    # so that --extend counts from now (before it, it would count from the old deadline)
+    time.sleep(max(0.0, old_deadline + 0.2 - time.time()))
     proc = hpcsched("run", str(spec), "--run-dir", str(run), "--resume", "--extend", "6s", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "extended" in proc.stdout and "by 6s" in proc.stdout

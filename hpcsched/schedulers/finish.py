@@ -2,7 +2,8 @@
 
 A *finish plan* trains the ``K = total // a`` best candidates to R on ``a`` atoms each. It fits
 when the slowest of them reaches R by the deadline: its remaining steps at the believed rate
-of ``a`` atoms, plus a startup when it must be (re)launched on ``a`` atoms. The plan chosen is
+of ``a`` atoms, plus a startup when it must be (re)launched on ``a`` atoms, and for a trial already
+started, the stop that frees its seat first (its own, or the trial's it displaces). The plan chosen is
 the one with the most finalists that fits; when none fits, the run is fidelity-limited (no
 trial can be fully trained) and further exploration only lowers the fidelity the leaders reach.
 Exploration closes when the chosen plan's slack (time left minus the time it needs) runs out.
@@ -40,10 +41,14 @@ class FinishPlan:
 
 
 def finish_time(candidate: Candidate, atoms: int, R: int, step_time: float, scaling: Scaling,
-                startup: float) -> float:
-    """Seconds for ``candidate`` to reach R on ``atoms`` atoms (a startup unless it already runs on
-    them), at its own step time where measured, else at ``step_time``."""
-    restart = 0.0 if candidate.atoms == atoms else startup
+                startup: float, stop: float = 0.0) -> float:
+    """Seconds for ``candidate`` to reach R on ``atoms`` atoms, at its own step time where measured,
+    else at ``step_time``; unless it already runs on them, first a startup and, for a trial already
+    started, a ``stop``: its own when it resizes, or the one of the trial it displaces when paused."""
+    if candidate.atoms == atoms:
+        restart = 0.0
+    else:
+        restart = startup + (stop if candidate.trial_id is not None else 0.0)
     own = candidate.step_time if candidate.step_time is not None else step_time
     return restart + max(0, R - candidate.step) * own / scaling.rate(atoms)
 
@@ -54,7 +59,8 @@ def allocation_sizes(cap: int, grid: int) -> list[int]:
 
 
 def plan_finish(ranked: list[Candidate], total: int, cap: int, grid: int, R: int, step_time: float,
-                scaling: Scaling, startup: float, time_left: float, share: float = 1.0) -> FinishPlan:
+                scaling: Scaling, startup: float, time_left: float, share: float = 1.0,
+                stop: float = 0.0) -> FinishPlan:
     """The fitting plan with the most finalists (``ranked``: best candidates first, at least
     ``total`` of them or all there are); when none fits, the plan on the smallest allocation.
     ``share`` in (0, 1]: the fraction of the atoms' worth of finalists wanted (fewer when the
@@ -64,7 +70,7 @@ def plan_finish(ranked: list[Candidate], total: int, cap: int, grid: int, R: int
         k = max(1, math.ceil(max(1, total // a) * share - 1e-9))
         finalists = list(ranked[:k])
         finalists += [Candidate(None, 0, 0)] * (k - len(finalists))
-        need = max(finish_time(c, a, R, step_time, scaling, startup) for c in finalists)
+        need = max(finish_time(c, a, R, step_time, scaling, startup, stop) for c in finalists)
         plan = FinishPlan(a, tuple(finalists), need, need <= time_left)
         if plan.fits:
             return plan

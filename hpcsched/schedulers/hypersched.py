@@ -304,12 +304,17 @@ class HyperSched:
         return self.startup_estimate + (self._single_atom_step_times.value() or 0.0) / self.scaling.rate(1)
 
     @property
-    def resize_overhead(self) -> float:
-        """What a resize costs a trial: the stop (measured from the request, or the last report after
-        it, to the exit) and a startup, each at the configured quantile (0 when ignoring overhead)."""
+    def _stop_estimate(self) -> float:
+        """A stop, measured from the request (or the last report after it) to the exit, at the
+        configured quantile (0 before any, or when ignoring overhead)."""
         if not self.spec.overhead_aware:
             return 0.0
-        return (self._stop_latencies.value() or 0.0) + self.startup_estimate
+        return self._stop_latencies.value() or 0.0
+
+    @property
+    def resize_overhead(self) -> float:
+        """What a resize costs a trial: a stop and a startup (0 when ignoring overhead)."""
+        return self._stop_estimate + self.startup_estimate
 
     def exploration_budget(self) -> float:
         """min(R * T_a, eta * T'): time a new trial would need; explore only while time_left exceeds it."""
@@ -398,9 +403,9 @@ class HyperSched:
         args = (ranked, situation.total_atoms, cap, self.spec.allocation_grid, self.spec.R, step_time,
                 self.scaling, startup, situation.time_left)
         share = self._share if self.closed else self._finalist_share(ranked)
-        plan = plan_finish(*args, share=share)
+        plan = plan_finish(*args, share=share, stop=self._stop_estimate)
         if not plan.fits and share < 1.0:
-            plan = plan_finish(*args)  # fidelity-limited: every atom trains a finalist
+            plan = plan_finish(*args, stop=self._stop_estimate)  # fidelity-limited: every atom trains a finalist
         if not self.closed:
             self._share = share if plan.fits else 1.0  # kept once the entrance closes
         return plan
@@ -579,7 +584,7 @@ class HyperSched:
         startup first unless it already holds that many)."""
         step_time = self._single_atom_step_times.value() or 0.0
         need = finish_time(self._candidate(trial_id), atoms, self.spec.R, step_time, self.scaling,
-                           self.startup_estimate)
+                           self.startup_estimate, self._stop_estimate)
         return need <= situation.time_left
 
     def _exploring_futile(self, situation: Situation) -> bool:
