@@ -317,3 +317,19 @@ def test_a_rung_passed_while_stopping_for_a_resize_is_not_judged_late():
 
     assert not any(isinstance(d, PauseTrial) and d.trial_id == "a" for d in decisions_after_relaunch(True))
     assert PauseTrial("a", "rung 1") in decisions_after_relaunch(False)  # judged at its own step
+
+
+def test_growth_pays_only_until_the_trial_reaches_R():
+    # 1 s a step, 20 s startup, sqrt belief, 1000 s left: growing 1 -> 8 atoms (2.83x) pays for a trial
+    # with 200 steps to go (200 s on one atom: 2.83*(200-20) = 509 > 1.1*200) but not for one with 20
+    # (after R its atom is free anyway: 2.83*(20-20) = 0), though the deadline is far
+    for step, grows in [(300, True), (480, False)]:
+        h = Harness(atoms=8, deadline=1000.0, kind="hypersched", r=100, R=500, eta=4, resize_cooldown=1,
+                    allocation="top_job", scaling=named_scaling("sqrt"))
+        h.start("a", startup=20.0)
+        h.commit(EntranceClosed(0.0, "test"))
+        h.report("a", step, 0.9, t=1.0)
+        h.decide()
+        h.report("a", step + 1, 0.9, t=2.0)
+        assert [d for d in h.decide() if isinstance(d, ResizeTrial)] == \
+            ([ResizeTrial("a", 8, "grow 1->8 (top_job)")] if grows else []), step

@@ -704,6 +704,13 @@ class HyperSched:
             self._caps[total] = self.scaling.best_atoms(limit)
         return self._caps[total]
 
+    def _growth_horizon(self, trial_id: str, atoms: int, situation: Situation) -> float:
+        """How long growing ``trial_id`` can pay: until the deadline, or until it would reach R on its
+        ``atoms`` atoms if that comes first (after R its atoms are free again: a resize then only costs)."""
+        step_time = self._single_atom_step_times.value() or 0.0
+        to_R = finish_time(self._candidate(trial_id), atoms, self.spec.R, step_time, self.scaling, 0.0)
+        return min(situation.time_left, to_R) if to_R > 0 else situation.time_left
+
     def _grow(self, situation: Situation, free: int, out: list[Decision]) -> None:
         live = len(self._live)
         if not live or not self._reported:
@@ -721,6 +728,7 @@ class HyperSched:
             new = allowed_size(min(target, current + free), self.spec.allocation_grid)
             if new <= current:
                 continue
-            if worth_resizing(self.scaling, current, new, situation.time_left, overhead, self.spec.resize_margin):
+            if worth_resizing(self.scaling, current, new, self._growth_horizon(trial_id, current, situation),
+                              overhead, self.spec.resize_margin):
                 out.append(ResizeTrial(trial_id, new, f"grow {current}->{new} ({self.spec.allocation})"))
                 free -= new - current
