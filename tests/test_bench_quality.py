@@ -23,6 +23,9 @@ def test_bench_writes_every_variant_with_regrets_and_ratios(tmp_path):
                    "over random"):
         assert column in text
     assert "| lstm-ptb | 900 | " in text.split("paired by seed")[1]  # the paired gains, per cell
+    # what the rungs know: where each rung's top quarter ends by R (epoch 2 of lstm-ptb: no better than chance)
+    (row,) = [line for line in text.splitlines() if line.startswith("| lstm-ptb.csv | 2 |")]
+    assert 0.4 < float(row.strip("| ").split(" | ")[-1]) < 0.6
 
 
 @needs_curves

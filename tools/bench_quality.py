@@ -127,8 +127,9 @@ def cell_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def rung_statistics(setting: Setting, curves: Path) -> list[str]:
     """Markdown rows: how well each rung of the setting ranks the trace's trials (over all of them):
-    Spearman with the next rung and with the best score by R, and how many of the 10 best by R
-    are in the top 1/eta at the rung (what successive halving keeps)."""
+    Spearman with the next rung and with the best score by R, how many of the 10 best by R are in
+    the top 1/eta at the rung (what successive halving keeps), and where that top 1/eta ends by R
+    (its mean percentile of the best by R: 0.5 is no better than a random pick)."""
     from hpcsched.schedulers.rungs import milestones
 
     frame = pd.read_csv(curves / setting.trace).pivot(index="trial", columns="step", values="score")
@@ -141,7 +142,8 @@ def rung_statistics(setting: Setting, curves: Path) -> list[str]:
         at = frame[rung]
         kept = at >= at.quantile(0.75)
         rows.append(f"| {setting.trace} | {rung} | {at.corr(frame[upper], method='spearman'):.2f} (step {upper}) "
-                    f"| {at.corr(final, method='spearman'):.2f} | {int(kept[best].sum())} of 10 |")
+                    f"| {at.corr(final, method='spearman'):.2f} | {int(kept[best].sum())} of 10 "
+                    f"| {final.rank(pct=True)[kept].mean():.2f} |")
     return rows
 
 
@@ -198,7 +200,8 @@ def render(table: pd.DataFrame, seeds: int, seconds: float, statistics: list[str
         lines += ["", "What the rungs know, over every trial of each trace (the run itself sees only the trials it "
                   "lets through, a few dozen per rung):", "",
                   "| trace | rung (step) | rank corr. with the next rung | with the best by R "
-                  "| 10 best by R in the rung's top quarter |", "|---|---|---|---|---|"]
+                  "| 10 best by R in the rung's top quarter | the top quarter's mean percentile by R |",
+                  "|---|---|---|---|---|---|"]
         lines += statistics
     peer_rows = []
     for setting, by_deadline in PEER_BEST.items():
