@@ -382,16 +382,18 @@ def test_promotion_goes_to_the_paused_trial_that_stands_highest_in_its_own_rung(
     assert bracket(by_standing=True).best_promotable() == "l0"  # standing 0 of 4 beats 2 of 12
 
 
-def _swap_scenario(time_left: float):
-    """a reached rung 8 (one step a second) and was paused; b, c, d run below the first rung; after
-    the close the plan's one finalist is a, and no atom is free."""
-    h = Harness(atoms=3, deadline=100.0, kind="hypersched", r=2, R=20, eta=4, allocation="none", speculative=True)
+def _swap_scenario(time_left: float, speculative: bool = True):
+    """a reached rung 8 (one step a second, 0.98 there) and was paused; b, c, d run below the first
+    rung; after the close the plan's one finalist is a, and no atom is free."""
+    h = Harness(atoms=3, deadline=100.0, kind="hypersched", r=2, R=20, eta=4, allocation="none",
+                speculative=speculative)
     h.trials_left = 0
     for name in ("a", "b", "c"):
         h.start(name)
     for step in range(1, 9):
         h.report("a", step, 0.9 + step / 100, t=float(step))
-    assert h.decide() == []
+    # speculative: a passes (nobody to compare with); ASHA's rungs: alone, it is not in rung 8's top quarter
+    assert h.decide() == ([] if speculative else [PauseTrial("a", "rung 8")])
     h.pause("a")
     h.start("d")
     for name, score in (("b", 0.5), ("c", 0.4), ("d", 0.3)):
@@ -427,6 +429,17 @@ def test_a_paused_finalist_resumes_on_the_plans_allocation_when_the_atoms_are_fr
         h.pause(name)
     h.scheduler.finish_plan = lambda situation: FinishPlan(2, (Candidate("a", 8, 0),), 7.0, True)
     assert ResumeTrial("a", 2) in h.decide()  # relaunched bigger at once, no resize later
+
+
+def test_no_trial_is_paused_for_a_finalist_whose_rung_score_it_already_beats():
+    # b, c, d pass rung 2 (0.5, 0.4, 0.3 there: d ranks lowest), then d reports 0.99 at step 3, above
+    # a's 0.98 at rung 8: it would pass that rung ahead of a. The next lowest-ranked makes room instead.
+    h = _swap_scenario(time_left=15.0, speculative=False)  # rung verdicts at rungs only
+    for name, score in zip("bcd", (0.5, 0.4, 0.3)):
+        h.report(name, 2, score, t=h.now)
+    h.decide()  # rung verdicts (and a seat) that the test does not carry out
+    h.report("d", 3, 0.99)
+    assert h.decide() == [PauseTrial("c", "make room for finalist a")]
 
 
 def test_no_swap_for_a_finalist_that_cannot_reach_R_in_the_time_left():

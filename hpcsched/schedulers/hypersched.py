@@ -618,14 +618,19 @@ class HyperSched:
 
     def _swap_victim(self, finalist: str, finalists: set[str], leaving: set[str]) -> str | None:
         """The live trial to pause for a paused ``finalist``: the lowest-ranked live non-finalist,
-        if the finalist reached a higher rung than it, or the same rung and that rung is trusted."""
+        if the finalist reached a higher rung than it, or the same rung and that rung is trusted,
+        and it has not already reported above the finalist's score at that rung (it would pass
+        the rung ahead of the finalist: pausing it would throw away the better run)."""
         level = self._level.get(finalist, NO_LEVEL)
+        standing = self._rung(level).recorded.get(finalist) if level != NO_LEVEL else None
         worst = None
         for trial_id in self._live:
             if trial_id in finalists or trial_id in leaving or trial_id in self._grown:
                 continue
             other = self._level.get(trial_id, NO_LEVEL)
             if other > level or (other == level and (level == NO_LEVEL or self.trust.trust(level) < TRUST_FULL)):
+                continue
+            if standing is not None and self._trial_best.get(trial_id, -math.inf) >= standing:
                 continue
             if worst is None or (other, self._ranking_key(trial_id)) < (self._level.get(worst, NO_LEVEL),
                                                                          self._ranking_key(worst)):
