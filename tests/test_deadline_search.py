@@ -431,15 +431,19 @@ def test_a_paused_finalist_resumes_on_the_plans_allocation_when_the_atoms_are_fr
     assert ResumeTrial("a", 2) in h.decide()  # relaunched bigger at once, no resize later
 
 
-def test_no_trial_is_paused_for_a_finalist_whose_rung_score_it_already_beats():
+def test_no_trial_is_paused_for_a_finalist_whose_rung_score_it_beats_if_it_reaches_R_itself():
     # b, c, d pass rung 2 (0.5, 0.4, 0.3 there: d ranks lowest), then d reports 0.99 at step 3, above
-    # a's 0.98 at rung 8: it would pass that rung ahead of a. The next lowest-ranked makes room instead.
-    h = _swap_scenario(time_left=15.0, speculative=False)  # rung verdicts at rungs only
-    for name, score in zip("bcd", (0.5, 0.4, 0.3)):
-        h.report(name, 2, score, t=h.now)
-    h.decide()  # rung verdicts (and a seat) that the test does not carry out
-    h.report("d", 3, 0.99)
-    assert h.decide() == [PauseTrial("c", "make room for finalist a")]
+    # a's 0.98 at rung 8, at a second a step: 17 s to R. With 20 s left it would pass that rung ahead of
+    # a and reach R itself: the next lowest-ranked trial makes room instead. With 15 s left, d would
+    # not reach R: it makes room for a, which does (the run then has a model trained to R).
+    for time_left, victim in ((20.0, "c"), (15.0, "d")):
+        h = _swap_scenario(time_left=time_left, speculative=False)  # rung verdicts at rungs only
+        for name, score in zip("bcd", (0.5, 0.4, 0.3)):
+            h.report(name, 2, score, t=10.0)
+        h.decide()  # rung verdicts (and a seat) that the test does not carry out
+        h.report("d", 3, 0.99, t=11.0)
+        h.now = 100.0 - time_left
+        assert h.decide() == [PauseTrial(victim, "make room for finalist a")], time_left
 
 
 def test_no_swap_for_a_finalist_that_cannot_reach_R_in_the_time_left():

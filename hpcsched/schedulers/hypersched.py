@@ -489,7 +489,7 @@ class HyperSched:
             if coming >= 1:
                 coming -= 1  # it takes the next atom that comes free
                 continue
-            victim = self._swap_victim(trial_id, finalists, leaving)
+            victim = self._swap_victim(trial_id, finalists, leaving, situation)
             if victim is None:
                 break
             out.append(PauseTrial(victim, f"make room for finalist {trial_id}"))
@@ -616,11 +616,12 @@ class HyperSched:
                 return len(rung) > 0 and rung.best() < self._best
         return True
 
-    def _swap_victim(self, finalist: str, finalists: set[str], leaving: set[str]) -> str | None:
+    def _swap_victim(self, finalist: str, finalists: set[str], leaving: set[str],
+                     situation: Situation) -> str | None:
         """The live trial to pause for a paused ``finalist``: the lowest-ranked live non-finalist,
-        if the finalist reached a higher rung than it, or the same rung and that rung is trusted,
-        and it has not already reported above the finalist's score at that rung (it would pass
-        the rung ahead of the finalist: pausing it would throw away the better run)."""
+        if the finalist reached a higher rung than it, or the same rung and that rung is trusted;
+        not one that has already reported above the finalist's score at that rung and reaches R
+        on its atoms (a better run that will be trained to R: pausing it would only throw it away)."""
         level = self._level.get(finalist, NO_LEVEL)
         standing = self._rung(level).recorded.get(finalist) if level != NO_LEVEL else None
         worst = None
@@ -630,7 +631,8 @@ class HyperSched:
             other = self._level.get(trial_id, NO_LEVEL)
             if other > level or (other == level and (level == NO_LEVEL or self.trust.trust(level) < TRUST_FULL)):
                 continue
-            if standing is not None and self._trial_best.get(trial_id, -math.inf) >= standing:
+            if standing is not None and self._trial_best.get(trial_id, -math.inf) >= standing \
+                    and self._reaches_R(trial_id, self._live[trial_id], situation):
                 continue
             if worst is None or (other, self._ranking_key(trial_id)) < (self._level.get(worst, NO_LEVEL),
                                                                          self._ranking_key(worst)):
