@@ -148,7 +148,13 @@ def test_controller_grows_a_trial_from_one_to_two_gloo_processes(tmp_path):
     from hpcsched.training.distributed import state_checksum
 
     run = tmp_path / "run"
-    proc = hpcsched("run", str(_spec(tmp_path)), "--run-dir", str(run), timeout=240)
+    # enough steps (about 0.1 s each) that growing pays before R: the overhead-aware test weighs the
+    # time until R on one process against a stop and a startup (about 3 s), not the whole deadline;
+    # no step decays in them (the recipe's first is after step 60)
+    R = 150
+    scheduler = {"kind": "hypersched", "r": 1, "R": R, "eta": 2, "scaling": "linear", "resize_cooldown": 1}
+    spec = _spec(tmp_path, scheduler=scheduler, space={**TINY, "lr_milestones": []})
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     recs = records(run)
     resize, exited, relaunch = first_resize(recs)
@@ -156,7 +162,7 @@ def test_controller_grows_a_trial_from_one_to_two_gloo_processes(tmp_path):
     assert exited.outcome == "checkpointed" and relaunch.reason == "resize" and len(relaunch.atoms) == 2
     assert relaunch.from_step == exited.step > 0
     lines = reports(run, "t0000")
-    assert [line["step"] for line in lines] == list(range(1, 10))  # no step lost or repeated
+    assert [line["step"] for line in lines] == list(range(1, R + 1))  # no step lost or repeated
     before = [line for line in lines if line["step"] <= exited.step]
     after = [line for line in lines if line["step"] > exited.step]
     assert after[0]["step"] == exited.step + 1

@@ -87,7 +87,8 @@ def test_resize_one_to_two_atoms_resumes_from_the_checkpoint_at_the_same_step(tm
 
 
 def test_crashing_trial_is_errored_and_the_run_goes_on(tmp_path):
-    spec = write_spec(tmp_path, space={"quality": {"grid": [0.9, 0.5, 0.3]}, "step_time": 0.05,
+    # five configurations on two atoms: when the 0.5 one crashes at step 3, others wait for its atom
+    spec = write_spec(tmp_path, space={"quality": {"grid": [0.9, 0.5, 0.3, 0.2, 0.1]}, "step_time": 0.05,
                                        "crash_quality": 0.5, "crash_at": 3})
     run = tmp_path / "run"
     proc = hpcsched("run", str(spec), "--run-dir", str(run))

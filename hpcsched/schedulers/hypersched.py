@@ -659,14 +659,18 @@ class HyperSched:
 
     def _growth_demand(self, situation: Situation) -> int:
         """Atoms the live trials would still take under the allocation policy (0 without one, or
-        once no growth passes the overhead-aware test in the time left: held back, they would idle)."""
+        while no live trial's growth passes the overhead-aware test before it reaches R or the
+        deadline: held back, they would idle)."""
         live = len(self._live)
         if self.spec.allocation == "none" or not live:
             return 0
         total = situation.total_atoms
         cap = self._cap(total)
-        if not worth_resizing(self.scaling, 1, cap, situation.time_left, self.resize_overhead,
-                              self.spec.resize_margin):
+        overhead = self.resize_overhead
+        if not any(atoms < cap and worth_resizing(self.scaling, atoms, cap,
+                                                  self._growth_horizon(t, atoms, situation), overhead,
+                                                  self.spec.resize_margin)
+                   for t, atoms in self._live.items()):
             return 0
         if self.spec.allocation == "uniform":
             wanted = min(total, live * cap)
