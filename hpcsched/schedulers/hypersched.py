@@ -717,10 +717,13 @@ class HyperSched:
 
     def _growth_horizon(self, trial_id: str, atoms: int, situation: Situation) -> float:
         """How long growing ``trial_id`` can pay: until the deadline, or until it would reach R on its
-        ``atoms`` atoms if that comes first (after R its atoms are free again: a resize then only costs)."""
-        step_time = self._single_atom_step_times.value() or 0.0
-        to_R = finish_time(self._candidate(trial_id), atoms, self.spec.R, step_time, self.scaling, 0.0)
-        return min(situation.time_left, to_R) if to_R > 0 else situation.time_left
+        ``atoms`` atoms if that comes first (after R its atoms are free again: a resize then only
+        costs); the deadline while no step has been timed."""
+        step_time = self._own_step_time(trial_id) or self._single_atom_step_times.value()
+        if step_time is None or step_time <= 0:
+            return situation.time_left
+        to_R = max(0, self.spec.R - self._steps.get(trial_id, 0)) * step_time / self.scaling.rate(atoms)
+        return min(situation.time_left, to_R)
 
     def _grow(self, situation: Situation, free: int, out: list[Decision]) -> None:
         live = len(self._live)
