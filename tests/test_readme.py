@@ -58,7 +58,7 @@ def test_quickstart_from_a_fresh_copy_as_the_readme_says(tmp_path):
     if best["completed"]:  # the answer is the best configuration as a fully trained model: its step-R checkpoint
         assert best["step"] == 30
     else:  # (on a slow machine) a trial that could not reach R reported above every trained one: both are named
-        assert best["trained_steps"] < 30 and best["peak_score"] > done["score"]
+        assert best["trained_steps"] < 30 and best["peak_score"] >= done["score"]
         assert "(not trained to R = 30)" in proc.stdout and f"best fully trained (step 30): trial {done['trial']}" \
             in proc.stdout
     assert all(exited == decided for _, reason, decided, exited, _ in pause_lags(records(run))
