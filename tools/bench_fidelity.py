@@ -2,7 +2,7 @@
 
     .venv/bin/python tools/bench_fidelity.py [--seeds 5] [--deadline 1800] [--atoms 2]
         [--time-scale 0.05] [--backend local|slurm] [--startups median|measured] [--curves DIR]
-        [--out FILE]
+        [--out FILE] [--keep DIR]
 
 The shared cifar10-resnets trace (R = 50, r = 2, eta = 4, 30 s per step on one atom, sqrt
 scaling, HyperSched's defaults) is run on the local backend (or, with ``--backend slurm``, as a
@@ -179,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--curves", type=Path, default=CURVES)
     parser.add_argument("--out", type=Path, help="default: docs/results/fidelity.md (local), "
                                                   "fidelity-slurm.md (slurm)")
+    parser.add_argument("--keep", type=Path, help="keep the runs (journals, trials) in this new folder")
     args = parser.parse_args(argv)
     args.out = args.out or OUTS[args.backend]
     trace = args.curves / TRACE
@@ -187,8 +188,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = []
     began = time.time()
+    if args.keep is not None and args.keep.exists():
+        parser.error(f"--keep: {args.keep} exists (give a new folder)")
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         for seed in range(args.seeds):
             real = summarize(real_run(trace, seed, args.deadline, args.atoms, args.time_scale, work,
                                       args.backend), args.time_scale)
