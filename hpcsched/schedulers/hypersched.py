@@ -722,7 +722,7 @@ class HyperSched:
         step_time = self._own_step_time(trial_id) or self._single_atom_step_times.value()
         if step_time is None or step_time <= 0:
             return situation.time_left
-        to_R = max(0, self.spec.R - self._steps.get(trial_id, 0)) * step_time / self.scaling.rate(atoms)
+        to_R = finish_time(self._candidate(trial_id), atoms, self.spec.R, step_time, self.scaling, startup=0.0)
         return min(situation.time_left, to_R)
 
     def _grow(self, situation: Situation, free: int, out: list[Decision]) -> None:
