@@ -402,6 +402,10 @@ def run_trial(launch: TrialLaunch) -> dict[str, Any]:
         ctx.write_exit(ExitOutcome.ERRORED, "".join(traceback.format_exception(exc)))
         raise
     finally:
+        # training is over: a stop signal repeated now must not kill the exit (CPython restores
+        # the default action, death, for its handlers while the interpreter shuts down)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
         ctx.close()
     outcome = ExitOutcome.CHECKPOINTED if (ctx.stopped or ctx.stop_requested) and ctx._last_step < launch.max_steps \
         else ExitOutcome.FINISHED

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -145,3 +147,24 @@ def test_every_pause_at_a_rung_checkpoints_at_that_step(tmp_path, kind):
     for trial, reason, decided, exited, after in lags:  # pauses decided between reports: the current step ends
         assert exited <= decided + 1 and after <= 1, (trial, reason, decided, exited, after)
     _check_continuity(run)
+
+
+def test_a_trial_process_ignores_stop_signals_once_its_training_is_over(tmp_path):
+    """The controller repeats its stop signal until the process exits. Once the trial has written
+    how it ended, that signal must not kill the exit (CPython's shutdown restores death as the
+    action for its handlers): through srun it read as the whole launch errored."""
+    script = f"""
+import os, signal
+from hpcsched.trial import TrialLaunch, run_trial
+launch = TrialLaunch(trial_id="t0000", launch_id="t0000-l1", run_dir={str(tmp_path)!r},
+                     trainable={str(Path(__file__).parent / "trainables" / "toy.py")!r} + ":toy",
+                     config={{"quality": 0.5, "step_time": 0.0}}, from_step=0, max_steps=2,
+                     metric="accuracy", mode="max", atom_ids=("0",))
+print(run_trial(launch)["outcome"])
+print(all(signal.getsignal(s) == signal.SIG_IGN for s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM)))
+os.kill(os.getpid(), signal.SIGUSR1)
+"""
+    (tmp_path / "trials" / "t0000" / "launches").mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == ["finished", "True"], done.stdout

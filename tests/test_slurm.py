@@ -64,6 +64,9 @@ def test_sbatch_template_runs_a_search_with_pauses_promotions_and_resizes(tmp_pa
     # rung-exact pauses through srun too: a pause decided on a rung report leaves the trial there
     at_rungs = [lag for lag in pause_lags(recs) if lag[1].startswith("rung")]
     assert at_rungs and all(exited == decided and after == 0 for _, _, decided, exited, after in at_rungs), at_rungs
+    # a stop signal repeated while a paused trial's process exits must not make it errored
+    errored = [r for r in recs if isinstance(r, Exited) and r.outcome == "errored"]
+    assert not errored, errored
     launches = _intervals(recs)
     # every rank of a launch reported in; a trial spanning two nodes saw world size = its GPUs
     spanning = [entry for entry in launches if len({a.split(":")[0] for a in entry[4]}) == 2]

@@ -397,7 +397,7 @@ class ProcessExecutor:
             return TrialExit(trial_id, now, ExitOutcome.CHECKPOINTED, launch.checkpoint_step)
         line = launch.exit_line
         # a stop signal repeated while the process was already exiting may end it by that signal
-        clean = all(c == 0 or c is not None and -c in STOP_SIGNALS for c in codes)
+        clean = all(c == 0 or _ended_by_stop_signal(c) for c in codes)
         if line is not None and line.outcome != ExitOutcome.ERRORED and clean:
             return TrialExit(trial_id, now, line.outcome, launch.checkpoint_step, line.error)
         tail = _tail(launch.folder, launch.launch.launch_id)
@@ -406,6 +406,14 @@ class ProcessExecutor:
             return TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step, error)
         what = "without saying how it ended" if clean else f"({_describe_codes(codes)})"
         return TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step, f"process ended {what}{tail}")
+
+
+def _ended_by_stop_signal(code: int | None) -> bool:
+    """Killed by a stop signal: a local process's return code is -signum; srun exits with
+    128 + signum when its task was killed by one."""
+    if code is None:
+        return False
+    return -code in STOP_SIGNALS or code - 128 in STOP_SIGNALS
 
 
 def hang_limit(configured: float | None, longest_gap: float, started: bool = True) -> float:
