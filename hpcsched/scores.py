@@ -217,13 +217,17 @@ class ScoresReader:
         self._in_long_line = False  # inside a line already refused for its length: skip to its end
 
     def read(self) -> list[ScoreLine | BadLine]:
+        # open, then fstat: on NFS an open revalidates the file's cached size and pages with the
+        # server (close-to-open consistency), a bare stat may answer from an attribute cache
+        # that is seconds old
         try:
-            size = os.stat(self.path).st_size
+            f = open(self.path, "rb")
         except FileNotFoundError:
             return []
-        if size <= self.offset:
-            return []
-        with open(self.path, "rb") as f:
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            if size <= self.offset:
+                return []
             f.seek(self.offset)
             data = f.read(size - self.offset)
         lines: list[ScoreLine | BadLine] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,40 @@ os.kill(os.getpid(), signal.SIGUSR1)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["finished", "True"], done.stdout
+
+
+def test_the_files_both_sides_poll_exist_before_the_trial_process(tmp_path):
+    """On NFS a file name looked up while missing can stay missing on that client for the
+    directory's attribute cache time: the controller creates the trial's scores file and the
+    launch's verdict file (nothing decided yet) before it starts the process."""
+    from hpcsched.clock import WallClock
+    from hpcsched.executors.base import LaunchRequest, TrialExit, TrialReport
+    from hpcsched.executors.launching import ProcessSettings
+    from hpcsched.executors.local import LocalExecutor, LocalResources
+    from hpcsched.records import LaunchReason
+    from hpcsched.rundir import TrialPaths
+    from hpcsched.schedulers.decisions import DecisionSteps
+    from hpcsched.verdict import Verdict, VerdictLine, read_verdict
+
+    run = tmp_path / "run"
+    run.mkdir()
+    toy = Path(__file__).parent / "trainables" / "toy.py"
+    settings = ProcessSettings(run_dir=run, trainable=f"{toy}:toy", max_steps=3, metric="accuracy", mode="max")
+    clock = WallClock()
+    executor = LocalExecutor(settings, clock, LocalResources(atoms=1, gpus_per_atom=0, cpus_per_atom=1))
+    executor.launch(LaunchRequest("t0000", 0, {"quality": 0.5, "step_time": 0.0}, ("cpu0",), 0, LaunchReason.START,
+                                  decision_steps=DecisionSteps(steps=(2,))))
+    paths = TrialPaths.of(run, "t0000")
+    assert paths.scores.exists()
+    # "go on from step 0": the trial waits only on later steps
+    assert read_verdict(paths.verdict("t0000-l1")) == VerdictLine(0, Verdict.CONTINUE)
+    events = []
+    deadline = time.monotonic() + 60
+    while not any(isinstance(e, TrialExit) for e in events) and time.monotonic() < deadline:
+        events += executor.poll(clock.now())
+        executor.decided()  # the verdict "continue" on the report of step 2
+        time.sleep(0.05)
+    assert [e.step for e in events if isinstance(e, TrialReport)] == [1, 2, 3], events
+    assert read_verdict(paths.verdict("t0000-l1")) == VerdictLine(2, Verdict.CONTINUE)
+    seen = json.loads((paths.root / "ranks" / "t0000-l1-r0.json").read_text())
+    assert seen["verdict_file_at_start"] is True

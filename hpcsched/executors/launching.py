@@ -174,6 +174,11 @@ class ProcessExecutor:
                              verdict_timeout=s.verdict_timeout if request.decision_steps != DecisionSteps() else 0.0,
                              non_finite=s.non_finite,
                              **self.placement(tuple(request.atoms)))
+        # the files the two sides poll exist before the trial does: on NFS a name looked up while
+        # missing can stay missing for the directory's attribute cache time (up to a minute) on
+        # that client; the trial waits at a rung for its verdict for much less
+        paths.scores.touch(exist_ok=True)
+        write_verdict(paths.verdict(launch_id), request.from_step, Verdict.CONTINUE)
         world = self.world_size(tuple(request.atoms))
         submitter = _Submitter(folder, lambda command: self.spawn(command, launch, folder, world))
         submitter.submit_launch(launch_id, world, launch)

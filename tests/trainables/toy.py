@@ -24,7 +24,8 @@ def toy(config, ctx):
     rank_file = ranks / f"{ctx.launch.launch_id}-r{ctx.rank}.json"
     seen = {"launch": ctx.launch.launch_id, "rank": ctx.rank, "world": ctx.world_size, "atoms": ctx.atoms,
             "node": os.environ.get("SLURMD_NODENAME", "local"), "gpus": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
-            "pid": os.getpid(), "start": time.time()}
+            "pid": os.getpid(), "start": time.time(),
+            "verdict_file_at_start": ctx.paths.verdict(ctx.launch.launch_id).exists()}
     rank_file.write_text(json.dumps(seen))
     try:
         _train(config, ctx)
