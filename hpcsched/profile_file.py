@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import yaml
 
 from hpcsched.scaling import Scaling, table_scaling
+from hpcsched.yaml_text import load_yaml
 
 KIND = "hpcsched-profile"
 
@@ -49,7 +50,7 @@ def write_profile(path: Path, profile: dict[str, Any]) -> None:
 def read_profile(path: Path) -> tuple[Scaling, float | None]:
     """(believed scaling, startup estimate) from a profile file; ValueError names the problem."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = load_yaml(Path(path).read_text())
     except OSError as exc:
         raise ValueError(f"cannot read profile {str(path)!r}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:

@@ -31,6 +31,7 @@ from hpcsched.errors import UserError
 from hpcsched.rundir import RunDir
 from hpcsched.executors.base import Executor
 from hpcsched.scores import ExitOutcome
+from hpcsched.yaml_text import load_yaml
 
 TRIAL = "p0000"
 
@@ -173,7 +174,7 @@ def profiled_config(spec, overrides: Sequence[str]) -> dict[str, Any]:
         if not sep or not key.strip():
             raise UserError(f"--config: expected KEY=VALUE, got {item!r}")
         try:
-            config[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+            config[key.strip()] = load_yaml(value) if value.strip() else ""
         except yaml.YAMLError:
             raise UserError(f"--config {key.strip()}: not a YAML value: {value!r}") from None
     return config

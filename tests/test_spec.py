@@ -162,3 +162,31 @@ def test_a_bad_value_is_reported_once_without_follow_on_problems():
     assert "scheduler.r: must be >= 1, got 0" in text
     assert "scheduler.backfill: expected true or false, got 'yes'" in text
     assert "only for kind" not in text and "must be <= R" not in text
+
+
+def test_numbers_written_as_ml_users_write_them_are_numbers(tmp_path):
+    """YAML 1.1 (PyYAML) reads 1e-3 as a string; a spec, like a paper, means 0.001."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(textwrap.dedent("""
+        metric: {name: accuracy, mode: max}
+        space:
+          lr: {loguniform: [1e-4, 1e-1]}
+          weight_decay: {choice: [0, 5E-4, 1.0e-3, "1e-3"]}
+        scheduler: {kind: hypersched, r: 1, R: 8}
+        resources: {atoms: 2}
+        deadline: 6e2
+        workload: {kind: synthetic}
+    """))
+    experiment = load_experiment(spec)
+    params = {p.name: p for p in experiment.spec.space.params}
+    assert experiment.spec.deadline == 600
+    assert (params["lr"].low, params["lr"].high) == (0.0001, 0.1)
+    assert tuple(params["weight_decay"].values) == (0, 0.0005, 0.001, "1e-3")  # quoted: the user's string
+
+
+def test_profile_config_overrides_read_1e_minus_4_as_a_number():
+    from hpcsched.profiler import profiled_config
+
+    spec = parse_experiment(GOOD).spec
+    config = profiled_config(spec, ["weight_decay=1e-4", "name=1e-4x", "layers=3"])
+    assert config["weight_decay"] == 0.0001 and config["name"] == "1e-4x" and config["layers"] == 3

@@ -23,6 +23,7 @@ from hpcsched.spec.model import (MAX_MATRIX_CELLS, MAX_SPEC_BYTES, MAX_SPEC_VALU
                                  MetricSpec, ResourcesSpec, Spec, Variant)
 from hpcsched.spec.sections import (check_sampler, parse_controller, parse_metric, parse_resources, parse_sampler,
                                     parse_scheduler, parse_variants, parse_workload)
+from hpcsched.yaml_text import load_yaml
 
 # the document's top-level keys: the Spec's fields as written in a file, and the matrix over them
 TOP_KEYS = tuple(x.name for x in fields(Spec) if x.name not in ("source", "raw")) + ("matrix",)
@@ -59,7 +60,7 @@ def read_yaml(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise SpecError([f"not UTF-8 text: {exc}"], str(path)) from None
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.YAMLError as exc:
         raise SpecError([f"not valid YAML: {exc}"], str(path)) from None
 
