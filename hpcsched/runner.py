@@ -85,6 +85,7 @@ class DeadlinePlan:
     """When a (resumed) run ends, and what --extend changes."""
 
     deadline: float  # absolute, on the wall clock
+    stop_margin: float  # trials are asked to checkpoint this long before it
     extension: tuple[float, float] | None = None  # (new deadline, seconds asked) to journal, or None
     late: bool = False  # the deadline has passed: collect what the trials left and finish, launch nothing
 
@@ -98,8 +99,8 @@ def plan_deadline(spec: Spec, options: RunOptions, records: list[Record], now: f
         seconds = options.deadline if options.deadline is not None else spec.deadline
         if seconds is None and hard_end is None:
             raise SpecError(["deadline: required (in the spec, or --deadline 30m)"], str(spec.source or spec.name))
-        return DeadlinePlan(min(t for t in (now + seconds if seconds is not None else None, hard_end)
-                                if t is not None))
+        deadline = min(t for t in (now + seconds if seconds is not None else None, hard_end) if t is not None)
+        return DeadlinePlan(deadline, spec.controller.stop_margin_for(deadline - now))
     current = RunState.replayed(records).deadline or started.deadline
     extension: tuple[float, float] | None = None
     if options.extend is not None:
@@ -109,7 +110,8 @@ def plan_deadline(spec: Spec, options: RunOptions, records: list[Record], now: f
             extension = (deadline, options.extend)
     else:
         deadline = current if hard_end is None else min(current, hard_end)
-    return DeadlinePlan(deadline, extension, now >= deadline - spec.controller.stop_margin)
+    margin = spec.controller.stop_margin_for(deadline - started.t)
+    return DeadlinePlan(deadline, margin, extension, now >= deadline - margin)
 
 
 def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: Backend, run_dir: RunDir,
@@ -134,7 +136,7 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: Back
         keeper.on_record(record, state)
 
     controller = build_controller(spec, variant, executor, clock, journal, deadline=deadline, atom_ids=atom_ids,
-                                  records=records, stop_margin=spec.controller.stop_margin,
+                                  records=records, stop_margin=plan.stop_margin,
                                   wind_down_grace=spec.controller.stop_grace, on_record=on_record)
     state = controller.state
     run_dir.claim(options.backend)

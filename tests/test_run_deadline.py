@@ -13,7 +13,7 @@ from hpcsched.spec import parse_experiment
 def _spec(deadline=None, stop_margin=10.0):
     raw = {"name": "d", "scheduler": {"kind": "asha", "r": 1, "R": 4}, "resources": {"atoms": 2},
            "workload": {"kind": "synthetic"},
-           "controller": {"stop_margin": stop_margin}}
+           "controller": {} if stop_margin is None else {"stop_margin": stop_margin}}
     if deadline is not None:
         raw["deadline"] = deadline
     return parse_experiment(raw).spec
@@ -51,3 +51,16 @@ def test_extend_counts_from_the_later_of_the_deadline_and_now_within_the_allocat
     assert plan.deadline == 550.0 and plan.extension == (550.0, 100.0)
     plan = plan_deadline(_spec(60), RunOptions(resume=True, extend=100.0), _started(500.0), now=800.0, hard_end=450.0)
     assert (plan.deadline, plan.extension, plan.late) == (450.0, None, True)  # the allocation ends first
+
+
+def test_the_default_stop_margin_is_10_s_or_a_tenth_of_a_shorter_run():
+    """A 20 s run with the 10 s default lost half its time; an 8 s one ended before it began."""
+    assert plan_deadline(_spec(300, None), RunOptions(), [], now=0.0, hard_end=None).stop_margin == 10.0
+    assert plan_deadline(_spec(20, None), RunOptions(), [], now=0.0, hard_end=None).stop_margin == 2.0
+    assert plan_deadline(_spec(None, None), RunOptions(), [], now=0.0, hard_end=50.0).stop_margin == 5.0
+    assert plan_deadline(_spec(20, 7), RunOptions(), [], now=0.0, hard_end=None).stop_margin == 7.0  # as set
+    # a resumed run keeps the margin of its whole length (started at 0, deadline 40), late within it
+    resumed = RunOptions(resume=True)
+    plan = plan_deadline(_spec(40, None), resumed, _started(40.0), now=37.0, hard_end=None)
+    assert (plan.stop_margin, plan.late) == (4.0, True)
+    assert not plan_deadline(_spec(40, None), resumed, _started(40.0), now=30.0, hard_end=None).late

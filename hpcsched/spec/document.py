@@ -168,8 +168,7 @@ def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
     if workload is not None and workload.kind == "synthetic" and isinstance(metric, MetricSpec) \
             and metric.mode != "max":
         problems.append(f"metric.mode: synthetic curves are scores to maximise, got {shown(metric.mode)}")
-    explicit_margin = isinstance(raw.get("controller"), Mapping) and "stop_margin" in raw["controller"]
-    if deadline is not None and explicit_margin and isinstance(controller, ControllerSpec) \
+    if deadline is not None and isinstance(controller, ControllerSpec) and controller.stop_margin is not None \
             and controller.stop_margin >= deadline:
         problems.append(f"controller.stop_margin: must be below the deadline ({deadline:g} s), "
                         f"got {controller.stop_margin:g} s")

@@ -26,6 +26,8 @@ AFTER_CLOSE = ("finish", "paper")
 COMMON_SCHEDULER_KEYS = ("kind", "r", "R", "eta")
 ASHA_ONLY = ("atoms_per_trial",)  # the baselines' (asha, random, one_epoch) own keys
 
+DEFAULT_STOP_MARGIN = 10.0  # seconds: controller.stop_margin when unset, for runs of 100 s or more
+STOP_MARGIN_SHARE = 0.1  # ... and this share of a shorter run
 MAX_SPEC_BYTES = 1 << 20  # a spec file is a few KiB
 MAX_SPEC_VALUES = 100_000  # values in the document with YAML aliases expanded
 MAX_MATRIX_CELLS = 10_000
@@ -85,10 +87,17 @@ class ControllerSpec:
     """How the controller of a real run behaves."""
 
     poll_interval: float = 0.25  # seconds between polls of trial files and processes
-    stop_margin: float = 10.0  # ask trials to checkpoint this long before the deadline
+    stop_margin: float | None = None  # ask trials to checkpoint this long before the deadline (None: auto)
     stop_grace: float = 60.0  # a trial asked to stop is killed after this long (its last checkpoint counts)
     hang_timeout: float | None = None  # silent this long: hung, killed, errored (None: auto; inf: never)
     verdict_timeout: float = 10.0  # at a decision step a trial waits this long at most for the verdict (0: never)
+
+    def stop_margin_for(self, run_seconds: float) -> float:
+        """The stop margin of a run ``run_seconds`` long (start to deadline): the spec's, else
+        min(10 s, a tenth of the run), so that a short run is not cut to nothing by the default."""
+        if self.stop_margin is not None:
+            return self.stop_margin
+        return min(DEFAULT_STOP_MARGIN, STOP_MARGIN_SHARE * max(0.0, run_seconds))
 
 
 @dataclass(frozen=True)
