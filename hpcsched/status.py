@@ -153,18 +153,33 @@ def render_status(status: dict[str, Any], out: TextIO = sys.stdout,
     counts = ", ".join(f"{k} {v}" for k, v in sorted(status["counts"].items(), key=lambda kv: _ORDER.get(kv[0], 9)))
     print(f"  atoms {status['atoms_in_use']}/{status['atoms_total']} in use | trials: {counts or 'none yet'}", file=out)
     closed = status["exploration_closed_at"]
-    print(f"  exploration {'closed' if closed is not None else 'open'}", file=out)
+    if closed is None:
+        print("  exploration open", file=out)
+    elif status["started_at"] is not None:
+        print(f"  exploration closed after {format_duration(closed - status['started_at'])}", file=out)
+    else:
+        print("  exploration closed", file=out)
     best = status["best"]
     if best:
         print(f"  best so far: {best['score']:.6g} (trial {best['trial']}, step {best['step']})", file=out)
     result = status.get("result")
     if result and result.get("best"):
-        print(f"  result: {result['best']['checkpoint']}", file=out)
+        print(f"  result: {_answer(result)}", file=out)
     if status["trials"]:
         table = [COLUMNS[name] for name in columns]
         print("\n  " + _row(table, [c.header for c in table]), file=out)
         for t in status["trials"]:
             print("  " + _row(table, [c.text(t) for c in table]), file=out)
+
+
+def _answer(result: dict[str, Any]) -> str:
+    """The model the run returns (result.json's ``best``): which trial, which step, its score, its checkpoint
+    (its step and score can differ from the best report's: the answer is the most trained checkpoint)."""
+    best = result["best"]
+    trained = "trained to R" if best.get("completed") else "not trained to R"
+    metric = result.get("metric") or "score"
+    return (f"trial {best['trial']} at step {best['step']}, {trained}, {metric} {_score(best.get('score'))}: "
+            f"{best['checkpoint']}")
 
 
 def _row(table: Sequence[Column], cells: Sequence[str]) -> str:
