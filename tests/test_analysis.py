@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -455,3 +456,17 @@ def test_metrics_reported_beside_the_score_are_journaled_and_become_columns(tmp_
     assert scores["metric.step"].iloc[0] == 99 and scores["step"].iloc[0] == first.step  # no clash
     plain = load_run(write_records(tmp_path / "plain.jsonl", hand_records())).scores
     assert "loss" not in plain.columns and "metrics" not in plain.columns
+
+
+def test_trial_times_relative_to_the_start(tmp_path):
+    """A real run's clock is epoch seconds: every time in the trials frame also comes since the start."""
+    shift = 1.8e9
+    shifted = [dataclasses.replace(r, t=r.t + shift, **({"deadline": r.deadline + shift}
+                                                        if isinstance(r, RunStarted) else {}))
+               for r in hand_records()]
+    write_records(tmp_path / "run" / "events.jsonl", shifted)
+    t = load_run(tmp_path / "run").trials.set_index("trial")
+    assert t["created_elapsed"].to_dict() == {"a": 0.0, "b": 0.0, "c": 13.0, "d": 20.0}
+    assert t.loc["c", "first_start_elapsed"] == 13.0 and math.isnan(t.loc["d", "first_start_elapsed"])
+    assert t.loc["a", "ended_elapsed"] == 18.0 and math.isnan(t.loc["c", "ended_elapsed"])
+    assert (t["created_elapsed"] == t["created_at"] - shift).all()

@@ -233,8 +233,8 @@ def replay_lifecycle(table: JournalTable) -> RunState:
 
 
 def trials_frame(table: JournalTable, scores: pd.DataFrame, allocations: pd.DataFrame, mode: str,
-                 last_t: float) -> pd.DataFrame:
-    """One row per trial, in creation order (see docs/analysis.md for the columns)."""
+                 start: float, last_t: float) -> pd.DataFrame:
+    """One row per trial, in creation order (see docs/analysis.md for the columns); ``start``: the run's."""
     state = replay_lifecycle(table)
     trials = list(state.trials.values())
     ids = pd.Index([t.trial_id for t in trials], dtype="str")
@@ -289,6 +289,9 @@ def trials_frame(table: JournalTable, scores: pd.DataFrame, allocations: pd.Data
     frame["first_start"] = first_start
     frame["ended_at"] = np.array([np.nan if t.status in LIVE or t.ended_at is None else t.ended_at
                                   for t in trials], dtype="float64")
+    for absolute, relative in (("created_at", "created_elapsed"), ("first_start", "first_start_elapsed"),
+                               ("ended_at", "ended_elapsed")):
+        frame[relative] = frame[absolute] - start
     frame["run_time"] = np.array([t.run_time(max(last_t, state.now)) for t in trials], dtype="float64")
     frame["startup_total"] = np.array([float(sum(t.startups)) for t in trials], dtype="float64")
     frame["error"] = pd.Series([t.error for t in trials], dtype="str")

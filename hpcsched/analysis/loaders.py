@@ -152,7 +152,8 @@ class Run:
     @cached_property
     def trials(self) -> pd.DataFrame:
         """One row per trial, in creation order (docs/analysis.md)."""
-        return frames.trials_frame(self.table, self.scores, self.allocations, self.info.mode, self.info.last_t)
+        return frames.trials_frame(self.table, self.scores, self.allocations, self.info.mode, self.info.start,
+                                   self.info.last_t)
 
     @cached_property
     def events(self) -> pd.DataFrame:
