@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -63,6 +63,7 @@ class Summary:
     stop_latency: float  # median seconds from a stopped trial's last report (or start) to its exit, trace seconds
     decisions: frozenset  # (trial index, kind, step)
     startups: tuple[float, ...] = ()  # every measured startup, trace seconds
+    decided_at: dict = field(default_factory=dict)  # decision -> when it was made, trace seconds after the start
 
 
 def summarize(records, scale: float) -> Summary:
@@ -73,6 +74,7 @@ def summarize(records, scale: float) -> Summary:
     open_launch: dict[str, tuple[float, int]] = {}
     atom_seconds = 0.0
     decisions = set()
+    decided_at: dict[tuple, float] = {}
     best = None
     mode_max = next(r for r in records if isinstance(r, RunStarted)).mode == "max"
     closed = None
@@ -81,6 +83,7 @@ def summarize(records, scale: float) -> Summary:
     last_report: dict[str, float] = {}
     settled: dict[str, float] = {}  # a live trial's last report or start
     stopped: dict[str, str] = {}  # trial -> the intent of its stop request (pause, resize)
+    asked: dict[str, float] = {}  # trial -> when that stop was requested, trace seconds after the start
     latencies = []
     for rec in records:
         if isinstance(rec, Launched):
@@ -88,6 +91,7 @@ def summarize(records, scale: float) -> Summary:
             last_step[rec.trial] = rec.from_step
             if rec.reason == "resume":
                 decisions.add((index[rec.trial], "promote", rec.from_step))
+                decided_at.setdefault((index[rec.trial], "promote", rec.from_step), (rec.t - start) / scale)
         elif isinstance(rec, Reported):
             if rec.trial in last_report and open_launch.get(rec.trial, (0, 0))[1] == 1:
                 gaps.append((rec.t - last_report[rec.trial]) / scale)
@@ -97,9 +101,11 @@ def summarize(records, scale: float) -> Summary:
                 best = rec.score
         elif isinstance(rec, StopRequested) and rec.intent in ("pause", "resize"):
             stopped[rec.trial] = rec.intent
+            asked[rec.trial] = (rec.t - start) / scale
         elif isinstance(rec, Exited) and rec.trial in open_launch:
             if rec.trial in stopped:
                 decisions.add((index[rec.trial], stopped[rec.trial], rec.step))
+                decided_at.setdefault((index[rec.trial], stopped[rec.trial], rec.step), asked[rec.trial])
             if rec.trial in stopped and rec.trial in settled:
                 latencies.append((rec.t - settled[rec.trial]) / scale)
             stopped.pop(rec.trial, None)
@@ -116,7 +122,8 @@ def summarize(records, scale: float) -> Summary:
     return Summary(best, len(index), kinds.count("pause"), kinds.count("promote"), kinds.count("resize"), closed,
                    atom_seconds / max(1, len(index)), statistics.median(startups) if startups else 0.0,
                    max(0.0, statistics.median(gaps) - STEP_TIME) if gaps else 0.0,
-                   statistics.median(latencies) if latencies else 0.0, frozenset(decisions), tuple(startups))
+                   statistics.median(latencies) if latencies else 0.0, frozenset(decisions), tuple(startups),
+                   decided_at)
 
 
 def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, work: Path,
@@ -164,6 +171,14 @@ def simulated_run(trace: Path, seed: int, deadline: float, atoms: int, measured:
 
 def agreement(a: frozenset, b: frozenset) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def first_apart(real: Summary, sim: Summary) -> float | None:
+    """When the two runs first decided differently: the earliest decision that only one of them made
+    (trace seconds after the start, in that run's own time; None when every decision is shared)."""
+    times = [run.decided_at[d] for run, other in ((real, sim), (sim, real))
+             for d in run.decisions - other.decisions if d in run.decided_at]
+    return min(times) if times else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,18 +249,20 @@ def render(rows, args, seconds: float) -> str:
         "trip, the process's exit) that the real run measured (medians), the same stop margin "
         f"({STOP_MARGIN / args.time_scale:g} s), a stop between reports taking effect after the step in "
         "progress, as in a real trainable. Decisions: pauses and resizes as (trial, the step it left at), "
-        "promotions as (trial, the step it resumed from); 'the same' is |both| / |either|.",
+        "promotions as (trial, the step it resumed from); 'the same' is |both| / |either|; 'first apart': when "
+        "the earliest decision that only one of the two runs made was made (trace seconds).",
         "",
         "| seed | run | best_score | trials | pauses | promotions | resizes | exploration closed (s) | "
-        "atom-s per trial | startup (s) | step overhead (s) | stop latency (s) | decisions the same |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "atom-s per trial | startup (s) | step overhead (s) | stop latency (s) | decisions the same | "
+        "first apart (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for seed, real, sim, same in rows:
         for name, s in (("real", real), ("simulated", sim)):
             lines.append(f"| {seed} | {name} | {_fmt(s.best_score)} | {s.trials} | {s.pauses} | {s.promotions} | "
                          f"{s.resizes} | {_fmt(s.closed_at)} | {s.atom_seconds_per_trial:.0f} | {s.startup:.1f} | "
                          f"{s.step_overhead:.2f} | {s.stop_latency:.1f} | "
-                         + (f"{same:.0%} |" if name == "real" else " |"))
+                         + (f"{same:.0%} | {_fmt(first_apart(real, sim))} |" if name == "real" else " | |"))
     reals = [x[1] for x in rows]
     sims = [x[2] for x in rows]
     gap = statistics.mean(abs((a.best_score or 0) - (b.best_score or 0)) for a, b in zip(reals, sims))
