@@ -27,7 +27,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -61,9 +62,13 @@ class Summary:
     startup: float  # median measured startup, trace seconds
     step_overhead: float  # median seconds a one-atom step took beyond the trace's, trace seconds
     stop_latency: float  # median seconds from a stopped trial's last report (or start) to its exit, trace seconds
-    decisions: frozenset  # (trial index, kind, step)
+    decided_at: Mapping[tuple, float]  # (trial index, kind, step) -> when it was decided, trace seconds after the start
     startups: tuple[float, ...] = ()  # every measured startup, trace seconds
-    decided_at: dict = field(default_factory=dict)  # decision -> when it was made, trace seconds after the start
+
+    @property
+    def decisions(self) -> frozenset:
+        """Every decision as (trial index, kind, step)."""
+        return frozenset(self.decided_at)
 
 
 def summarize(records, scale: float) -> Summary:
@@ -73,8 +78,7 @@ def summarize(records, scale: float) -> Summary:
     last_step: dict[str, int] = {}
     open_launch: dict[str, tuple[float, int]] = {}
     atom_seconds = 0.0
-    decisions = set()
-    decided_at: dict[tuple, float] = {}
+    decided_at: dict[tuple, float] = {}  # the first time each decision was made
     best = None
     mode_max = next(r for r in records if isinstance(r, RunStarted)).mode == "max"
     closed = None
@@ -82,15 +86,13 @@ def summarize(records, scale: float) -> Summary:
     gaps = []  # seconds between two reports of one launch on one atom
     last_report: dict[str, float] = {}
     settled: dict[str, float] = {}  # a live trial's last report or start
-    stopped: dict[str, str] = {}  # trial -> the intent of its stop request (pause, resize)
-    asked: dict[str, float] = {}  # trial -> when that stop was requested, trace seconds after the start
+    stopped: dict[str, tuple[str, float]] = {}  # trial -> its stop request's intent (pause, resize) and time
     latencies = []
     for rec in records:
         if isinstance(rec, Launched):
             open_launch[rec.trial] = (rec.t, len(rec.atoms))
             last_step[rec.trial] = rec.from_step
             if rec.reason == "resume":
-                decisions.add((index[rec.trial], "promote", rec.from_step))
                 decided_at.setdefault((index[rec.trial], "promote", rec.from_step), (rec.t - start) / scale)
         elif isinstance(rec, Reported):
             if rec.trial in last_report and open_launch.get(rec.trial, (0, 0))[1] == 1:
@@ -100,12 +102,11 @@ def summarize(records, scale: float) -> Summary:
             if best is None or (rec.score > best if mode_max else rec.score < best):
                 best = rec.score
         elif isinstance(rec, StopRequested) and rec.intent in ("pause", "resize"):
-            stopped[rec.trial] = rec.intent
-            asked[rec.trial] = (rec.t - start) / scale
+            stopped[rec.trial] = (rec.intent, (rec.t - start) / scale)
         elif isinstance(rec, Exited) and rec.trial in open_launch:
             if rec.trial in stopped:
-                decisions.add((index[rec.trial], stopped[rec.trial], rec.step))
-                decided_at.setdefault((index[rec.trial], stopped[rec.trial], rec.step), asked[rec.trial])
+                intent, asked = stopped[rec.trial]
+                decided_at.setdefault((index[rec.trial], intent, rec.step), asked)
             if rec.trial in stopped and rec.trial in settled:
                 latencies.append((rec.t - settled[rec.trial]) / scale)
             stopped.pop(rec.trial, None)
@@ -118,12 +119,11 @@ def summarize(records, scale: float) -> Summary:
         elif isinstance(rec, Running):
             startups.append(rec.startup / scale)
             settled[rec.trial] = rec.t
-    kinds = [d[1] for d in decisions]
+    kinds = [d[1] for d in decided_at]
     return Summary(best, len(index), kinds.count("pause"), kinds.count("promote"), kinds.count("resize"), closed,
                    atom_seconds / max(1, len(index)), statistics.median(startups) if startups else 0.0,
                    max(0.0, statistics.median(gaps) - STEP_TIME) if gaps else 0.0,
-                   statistics.median(latencies) if latencies else 0.0, frozenset(decisions), tuple(startups),
-                   decided_at)
+                   statistics.median(latencies) if latencies else 0.0, decided_at, tuple(startups))
 
 
 def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, work: Path,
@@ -176,8 +176,7 @@ def agreement(a: frozenset, b: frozenset) -> float:
 def first_apart(real: Summary, sim: Summary) -> float | None:
     """When the two runs first decided differently: the earliest decision that only one of them made
     (trace seconds after the start, in that run's own time; None when every decision is shared)."""
-    times = [run.decided_at[d] for run, other in ((real, sim), (sim, real))
-             for d in run.decisions - other.decisions if d in run.decided_at]
+    times = [run.decided_at[d] for run, other in ((real, sim), (sim, real)) for d in run.decisions - other.decisions]
     return min(times) if times else None
 
 
