@@ -155,10 +155,8 @@ def render_status(status: dict[str, Any], out: TextIO = sys.stdout,
     closed = status["exploration_closed_at"]
     if closed is None:
         print("  exploration open", file=out)
-    elif status["started_at"] is not None:
+    else:  # closed on the run's clock, which started_at (always there once it closed) is on too
         print(f"  exploration closed after {format_duration(closed - status['started_at'])}", file=out)
-    else:
-        print("  exploration closed", file=out)
     best = status["best"]
     if best:
         print(f"  best so far: {best['score']:.6g} (trial {best['trial']}, step {best['step']})", file=out)
