@@ -540,3 +540,41 @@ def test_no_trial_starts_that_could_not_report_a_step_before_the_deadline():
     assert StartTrial(1) in h.decide()
     h.now = 97.5  # 2.5 s left: it would start, but not report
     assert not any(isinstance(d, StartTrial) for d in h.decide())
+
+
+def _rescue(time_left: float, g_top: float = 0.86) -> Harness:
+    """f and g run on one atom each, a step a second; f reached rung 8 (0.88 there, its best), g,
+    started later, only rung 2 (above f's 0.82 there: each is judged on the highest rung it passed,
+    and nobody is paused), ``g_top`` at its step 3; nobody has completed R (no gain is known, so
+    nobody is hopeless). The entrance closed with one finalist, f, planned on both atoms;
+    ``time_left`` is left."""
+    h = Harness(atoms=2, deadline=100.0, kind="hypersched", r=2, R=20, eta=2, allocation="uniform",
+                scaling=named_scaling("sqrt"), resize_cooldown=1, speculative=True, retrospective="current")
+    h.trials_left = 0
+    h.start("f")
+    h.start("g")
+    for step in range(1, 9):
+        h.report("f", step, 0.8 + step / 100, t=float(step))
+        if step > 5:  # g started later: f has passed rung 4 when g reaches rung 2
+            h.report("g", step - 5, g_top - (8 - step) / 100)
+        assert h.decide() == []
+    h.scheduler.closed = True
+    h.scheduler.finish_plan = lambda situation: FinishPlan(2, (Candidate("f", 8, 1, 1.0),), 12 / 1.4, True)
+    h.now = 100.0 - time_left
+    return h
+
+
+def test_after_close_a_partial_run_below_the_finalist_gives_it_the_atoms_it_needs_to_reach_R():
+    # f needs 12 s on its one atom, 12 / 1.4 = 8.6 s on two: with 10 s left only growing trains it to
+    # R. g cannot reach R (17 steps) and ranks below f; exploring is not futile (f set rung 8's best)
+    h = _rescue(time_left=10.0)
+    assert h.decide() == [PauseTrial("g", "atoms to finalist f")]
+
+
+def test_after_close_no_partial_run_is_paused_for_a_finalist_that_reaches_R_without_it_or_not_at_all():
+    assert _rescue(time_left=15.0).decide() == []  # f reaches R on its one atom
+    assert _rescue(time_left=8.0).decide() == []  # f misses R even on two: g trains on
+
+
+def test_after_close_a_partial_run_as_good_as_the_finalist_with_less_training_is_not_paused_for_it():
+    assert _rescue(time_left=10.0, g_top=0.88).decide() == []  # 0.88 at step 3, as f at step 8

@@ -13,7 +13,8 @@ Mechanisms, each a switch of SchedulerSpec so the paper's ablations are configur
   ``adaptive`` (the paper) once time_left < min(R * T_a, eta * T'); a fixed fraction; or never.
 - after the entrance closed, ``after_close: finish`` (our addition) pauses nothing at rungs,
   swaps paused finalists in for live trials that rank below them (one live trial per finalist,
-  and only for a finalist that still reaches R), and gives free atoms to growth, then to the best
+  and only for a finalist that still reaches R), pauses a partial run below a finalist that reaches
+  R only if it grows (``_yield_to_growth``), and gives free atoms to growth, then to the best
   paused candidates, then (backfill) to new trials while a new trial could still beat the best
   score so far (``_exploring_futile``); ``paper`` keeps the rung cutoffs and only backfills.
 - could it still win (our addition, ASHA's rungs): a trial inside a rung's kept fraction is still
@@ -497,8 +498,9 @@ class HyperSched:
             self._reported.pop(victim, None)  # leaving now: no candidate for growth
             self._seat_for[trial_id] = victim
         futile = self._exploring_futile(situation)
-        if futile and self.spec.allocation != "none":
-            self._yield_to_growth(situation, finalists, leaving, out)
+        finalists_take_all = plan is not None and len(plan.finalists) * plan.atoms_each >= situation.total_atoms
+        if (futile or finalists_take_all) and self.spec.allocation != "none":
+            self._yield_to_growth(situation, finalists, leaving, out, futile)
         spare = free - self._growth_demand(situation)
         if spare <= 0:
             return free
@@ -521,11 +523,13 @@ class HyperSched:
         return free - used
 
     def _yield_to_growth(self, situation: Situation, finalists: set[str], leaving: set[str],
-                         out: list[Decision]) -> None:
-        """Exploring is futile: a live non-finalist that can neither reach R by the deadline nor
-        beat the best score (with the largest gains seen) gives its atoms to the best live finalist
-        whose growth passes the overhead-aware test; the finalist grows at its next report. One
-        such pause at a time."""
+                         out: list[Decision], futile: bool) -> None:
+        """A live non-finalist gives its atoms to the best live finalist that does not reach R on its
+        atoms and whose growth passes the overhead-aware test; the finalist grows at its next report.
+        The one that gives: when exploring is futile, one that can neither reach R by the deadline
+        nor beat the best score (with the largest gains seen); else, when growing makes the
+        finalist reach R, one that ranks below it and does not reach R on its atoms (the plan wants
+        the finalist trained to R, a partial run below it is worth less). One such pause at a time."""
         self._yielded = {t for t in self._yielded if t in self._stopping}
         if self._yielded:
             return
@@ -538,7 +542,9 @@ class HyperSched:
             if new <= current or not worth_resizing(self.scaling, current, new, situation.time_left,
                                                      self.resize_overhead, self.spec.resize_margin):
                 continue
-            victim = self._hopeless_live(situation, finalists, leaving)
+            victim = self._hopeless_live(situation, finalists, leaving) if futile else None
+            if victim is None and self._reaches_R(finalist, new, situation):
+                victim = self._partial_below(finalist, situation, finalists, leaving)
             if victim is not None:
                 out.append(PauseTrial(victim, f"atoms to finalist {finalist}"))
                 leaving.add(victim)
@@ -556,6 +562,26 @@ class HyperSched:
             if not self._hopeless(trial_id, atoms, situation):
                 continue
             if worst is None or self._ranking_key(trial_id) < self._ranking_key(worst):
+                worst = trial_id
+        return worst
+
+    def _partial_below(self, finalist: str, situation: Situation, finalists: set[str],
+                       leaving: set[str]) -> str | None:
+        """The lowest-ranked live non-finalist that ranks below ``finalist`` (a lower rung, or the same
+        rung and a lower score there), has not reported a score as good as the finalist's best (with
+        less training: it may be the better run), and does not reach R by the deadline on its atoms
+        (None if none)."""
+        above = (self._level.get(finalist, NO_LEVEL), self._ranking_key(finalist))
+        finalist_best = self._trial_best.get(finalist, -math.inf)
+        worst = None
+        for trial_id, atoms in self._live.items():
+            if trial_id in finalists or trial_id in leaving or trial_id in self._grown:
+                continue
+            standing = (self._level.get(trial_id, NO_LEVEL), self._ranking_key(trial_id))
+            if standing >= above or self._trial_best.get(trial_id, -math.inf) >= finalist_best \
+                    or self._reaches_R(trial_id, atoms, situation):
+                continue
+            if worst is None or standing < (self._level.get(worst, NO_LEVEL), self._ranking_key(worst)):
                 worst = trial_id
         return worst
 
