@@ -54,6 +54,7 @@ def test_quickstart_from_a_fresh_copy_as_the_readme_says(tmp_path):
     # HyperSched's mechanisms act: exploration closes before the deadline and a model is trained to R
     assert result["exploration_closed_at"] is not None and result["exploration_closed_at"] < result["deadline"]
     assert result["best_completed"] is not None and result["best_completed"]["step"] == result["max_steps"] == 30
+    assert result["trials_started"] == 10 and result["resizes"] >= 1  # then free slots grew running trials
     best, done = result["best"], result["best_completed"]
     if best["completed"]:  # the answer is the best configuration as a fully trained model: its step-R checkpoint
         assert best["step"] == 30
