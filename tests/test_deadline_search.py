@@ -542,14 +542,14 @@ def test_no_trial_starts_that_could_not_report_a_step_before_the_deadline():
     assert not any(isinstance(d, StartTrial) for d in h.decide())
 
 
-def _rescue(time_left: float, g_top: float = 0.86) -> Harness:
+def _rescue(time_left: float, g_top: float = 0.86, cooldown: int = 1) -> Harness:
     """f and g run on one atom each, a step a second; f reached rung 8 (0.88 there, its best), g,
     started later, only rung 2 (above f's 0.82 there: each is judged on the highest rung it passed,
     and nobody is paused), ``g_top`` at its step 3; nobody has completed R (no gain is known, so
     nobody is hopeless). The entrance closed with one finalist, f, planned on both atoms;
     ``time_left`` is left."""
     h = Harness(atoms=2, deadline=100.0, kind="hypersched", r=2, R=20, eta=2, allocation="uniform",
-                scaling=named_scaling("sqrt"), resize_cooldown=1, speculative=True, retrospective="current")
+                scaling=named_scaling("sqrt"), resize_cooldown=cooldown, speculative=True, retrospective="current")
     h.trials_left = 0
     h.start("f")
     h.start("g")
@@ -578,3 +578,9 @@ def test_after_close_no_partial_run_is_paused_for_a_finalist_that_reaches_R_with
 
 def test_after_close_a_partial_run_as_good_as_the_finalist_with_less_training_is_not_paused_for_it():
     assert _rescue(time_left=10.0, g_top=0.88).decide() == []  # 0.88 at step 3, as f at step 8
+
+
+def test_after_close_no_partial_run_is_paused_for_a_finalist_that_may_not_grow_yet():
+    # f has reported 8 times since its launch; with a cooldown of 9 it may not grow: g's atom would idle
+    assert _rescue(time_left=10.0, cooldown=9).decide() == []
+    assert _rescue(time_left=10.0, cooldown=8).decide() == [PauseTrial("g", "atoms to finalist f")]

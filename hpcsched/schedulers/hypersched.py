@@ -83,6 +83,7 @@ class HyperSched:
         self._verdicts: dict[str, PauseTrial | StopTrial] = {}  # on a trial's own report
         self._pause_rung: dict[str, Rung] = {}
         self._reported: dict[str, int] = {}  # trials that reported since the last decide -> reports since launch
+        self._since_launch: dict[str, int] = {}  # live trials -> reports since their launch
         self._shrinking: set[str] = set()
         # asked to stop, not exited yet -> when it was asked, or its last report since (training)
         self._stopping: dict[str, float] = {}
@@ -115,6 +116,7 @@ class HyperSched:
         elif isinstance(record, Launched):
             self._live[record.trial] = len(record.atoms)
             self._live_atoms += len(record.atoms)
+            self._since_launch[record.trial] = 0
             self._set_grown(record.trial, len(record.atoms))
             self._shrinking.discard(record.trial)
             if trial is not None and trial.last_score is not None:
@@ -169,6 +171,7 @@ class HyperSched:
                 self._track_level(record.trial, record.step, score)
             return
         self._ranking.set(record.trial, score)
+        self._since_launch[record.trial] = trial.reports_since_launch if trial else 0
         self._pause_rung.pop(record.trial, None)  # an earlier rung verdict that was withdrawn (see _finish)
         if record.step >= self.spec.R:
             self._learn_final(record.trial, score)
@@ -277,6 +280,7 @@ class HyperSched:
 
     def _forget_live(self, trial_id: str) -> None:
         self._live_atoms -= self._live.pop(trial_id, 0)
+        self._since_launch.pop(trial_id, None)
         self._grown.discard(trial_id)
         self._ranking.discard(trial_id)
         self._verdicts.pop(trial_id, None)
@@ -526,7 +530,8 @@ class HyperSched:
                          out: list[Decision], futile: bool) -> None:
         """A live non-finalist gives its atoms to the best live finalist that does not reach R on its
         atoms and whose growth passes the overhead-aware test; the finalist grows at its next report.
-        The one that gives: when exploring is futile, one that can neither reach R by the deadline
+        Only for a finalist past its resize cooldown (before, the atoms would idle until it may
+        grow). The one that gives: when exploring is futile, one that can neither reach R by the deadline
         nor beat the best score (with the largest gains seen); else, when growing makes the
         finalist reach R, one that ranks below it and does not reach R on its atoms (the plan wants
         the finalist trained to R, a partial run below it is worth less). One such pause at a time."""
@@ -535,6 +540,7 @@ class HyperSched:
             return
         cap = self._cap(situation.total_atoms)
         growing = [t for t in finalists if t in self._live and t not in leaving and self._live[t] < cap
+                   and self._since_launch.get(t, 0) >= self.spec.resize_cooldown  # else the atoms would idle
                    and not self._reaches_R(t, self._live[t], situation)]
         for finalist in sorted(growing, key=lambda t: self._ranking.rank(t) if t in self._ranking else math.inf):
             current = self._live[finalist]
