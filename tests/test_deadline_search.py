@@ -237,7 +237,8 @@ def test_after_close_a_finalist_below_the_cutoff_keeps_training():
     h.start("b")
     h.report("a", 1, 0.9, t=1.0)
     h.report("b", 1, 0.1, t=1.0)
-    assert any(isinstance(d, CloseEntrance) for d in h.decide())  # 8 s left: both need 7 s, one step of slack
+    (close,) = [d for d in h.decide() if isinstance(d, CloseEntrance)]  # 8 s left: both need 7 s, a step of slack
+    assert "to train the best 2 (a, b) to R=8" in close.reason  # the log says which trials it plans to finish
     for k in range(2, 6):
         h.report("b", k, 0.1 + k / 100, t=float(k))
         assert not any(isinstance(d, PauseTrial) for d in h.decide())

@@ -53,6 +53,15 @@ NO_LEVEL = -1  # a trial that has not reached the first rung
 CLOCK_EPSILON = 1e-6  # a timed wake lands this far past the moment a rule turns (float rounding)
 TRUST_FULL = 0.5  # rung trust from which a rung pauses as many as successive halving does
 OWN_STEP_TIMES = 8  # a trial's step time: the median of its last this many measurements
+NAMED_FINALISTS = 4  # a close reason names this many finalists at most
+
+
+def _named(trial_ids: tuple[str, ...]) -> str:
+    """`` (t0003, t0007)``: the finalists a close reason names (new trials have no name yet)."""
+    if not trial_ids:
+        return ""
+    more = ", ..." if len(trial_ids) > NAMED_FINALISTS else ""
+    return f" ({', '.join(trial_ids[:NAMED_FINALISTS])}{more})"
 
 
 class HyperSched:
@@ -340,7 +349,8 @@ class HyperSched:
                         f"in the {situation.time_left:.4g} s left")
             if situation.time_left - plan.need <= self._plan_slack():
                 return (f"time left {situation.time_left:.4g} s ~ {plan.need:.4g} s to train the best "
-                        f"{len(plan.finalists)} to R={self.spec.R} on {plan.atoms_each} atom(s) each")
+                        f"{len(plan.finalists)}{_named(plan.ids)} to R={self.spec.R} on {plan.atoms_each} "
+                        f"atom(s) each")
             return None
         if entrance == "adaptive":
             budget = self.exploration_budget()
