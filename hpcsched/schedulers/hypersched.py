@@ -91,8 +91,8 @@ class HyperSched:
         self._ranking = Ranking()  # live trials by last score
         self._verdicts: dict[str, PauseTrial | StopTrial] = {}  # on a trial's own report
         self._pause_rung: dict[str, Rung] = {}
-        self._reported: dict[str, int] = {}  # trials that reported since the last decide -> reports since launch
         self._since_launch: dict[str, int] = {}  # live trials -> reports since their launch
+        self._reported: dict[str, None] = {}  # live trials that reported since the last decide, in order
         self._shrinking: set[str] = set()
         # asked to stop, not exited yet -> when it was asked, or its last report since (training)
         self._stopping: dict[str, float] = {}
@@ -195,7 +195,7 @@ class HyperSched:
             self._pause_rung[record.trial] = rung
             self._verdicts[record.trial] = PauseTrial(record.trial, f"rung {rung.milestone}")
         else:
-            self._reported[record.trial] = trial.reports_since_launch if trial else 0
+            self._reported[record.trial] = None
 
     # ------------------------------------------------------------ candidates and rung trust
 
@@ -587,19 +587,13 @@ class HyperSched:
         rung and a lower score there), has not reported a score as good as the finalist's best (with
         less training: it may be the better run), and does not reach R by the deadline on its atoms
         (None if none)."""
-        above = (self._level.get(finalist, NO_LEVEL), self._ranking_key(finalist))
+        above = self._standing(finalist)
         finalist_best = self._trial_best.get(finalist, -math.inf)
-        worst = None
-        for trial_id, atoms in self._live.items():
-            if trial_id in finalists or trial_id in leaving or trial_id in self._grown:
-                continue
-            standing = (self._level.get(trial_id, NO_LEVEL), self._ranking_key(trial_id))
-            if standing >= above or self._trial_best.get(trial_id, -math.inf) >= finalist_best \
-                    or self._reaches_R(trial_id, atoms, situation):
-                continue
-            if worst is None or standing < (self._level.get(worst, NO_LEVEL), self._ranking_key(worst)):
-                worst = trial_id
-        return worst
+        below = [t for t, atoms in self._live.items()
+                 if t not in finalists and t not in leaving and t not in self._grown
+                 and self._standing(t) < above and self._trial_best.get(t, -math.inf) < finalist_best
+                 and not self._reaches_R(t, atoms, situation)]
+        return min(below, key=self._standing, default=None)
 
     def _hopeless(self, trial_id: str, atoms: int, situation: Situation) -> bool:
         """Whether ``trial_id``, training on ``atoms`` atoms from now (a startup first unless it holds
@@ -676,10 +670,13 @@ class HyperSched:
             if standing is not None and self._trial_best.get(trial_id, -math.inf) >= standing \
                     and self._reaches_R(trial_id, self._live[trial_id], situation):
                 continue
-            if worst is None or (other, self._ranking_key(trial_id)) < (self._level.get(worst, NO_LEVEL),
-                                                                         self._ranking_key(worst)):
+            if worst is None or self._standing(trial_id) < self._standing(worst):
                 worst = trial_id
         return worst
+
+    def _standing(self, trial_id: str) -> tuple[int, float]:
+        """How high ``trial_id`` stands among the candidates: its highest rung level, then its rank there."""
+        return self._level.get(trial_id, NO_LEVEL), self._ranking_key(trial_id)
 
     def _ranking_key(self, trial_id: str) -> float:
         level = self._level.get(trial_id, NO_LEVEL)
@@ -773,10 +770,10 @@ class HyperSched:
             return
         cap = self._cap(situation.total_atoms)
         overhead = self.resize_overhead
-        for trial_id, reports in self._reported.items():
+        for trial_id in self._reported:
             if free <= 0:
                 return
-            if trial_id not in self._live or reports < self.spec.resize_cooldown:
+            if trial_id not in self._live or self._since_launch.get(trial_id, 0) < self.spec.resize_cooldown:
                 continue
             current = self._live[trial_id]
             target = target_atoms(self.spec.allocation, self._ranking.rank(trial_id), live,
