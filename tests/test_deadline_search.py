@@ -340,13 +340,15 @@ def test_a_trial_that_could_not_beat_the_best_even_with_the_largest_gain_seen_is
     h = Harness(atoms=2, deadline=1000.0, kind="hypersched", r=1, R=4, eta=2, allocation="none",
                 rung_trust="fixed")
     h.trials_left = 0
-    h.start("a")
     assert h.scheduler.gain_bound(0) is None  # nothing completed yet: no bound, no filter
-    for step, score in enumerate((0.6, 0.7, 0.8, 0.9), start=1):  # +0.1 from rung 1 to 2, +0.2 from 2 to R
-        h.report("a", step, score, t=float(step))
-    assert h.decide() == [StopTrial("a", "max_steps")]
-    h.commit(StopRequested(h.now, "a", StopIntent.STOP))
-    h.commit(Exited(h.now, "a", ExitOutcome.FINISHED, 4))
+    # a: +0.1 from rung 1 to 2, +0.2 from 2 to R; e, from further behind: +0.05, +0.1
+    for name, scores in (("a", (0.6, 0.7, 0.8, 0.9)), ("e", (0.3, 0.35, 0.4, 0.45))):
+        h.start(name)
+        for step, score in enumerate(scores, start=1):
+            h.report(name, step, score, t=h.now + 1.0)
+        assert h.decide() == [StopTrial(name, "max_steps")]
+        h.commit(StopRequested(h.now, name, StopIntent.STOP))
+        h.commit(Exited(h.now, name, ExitOutcome.FINISHED, 4))
     assert h.scheduler.gain_bound(1) == pytest.approx(0.2) and h.scheduler.gain_bound(0) == pytest.approx(0.3)
 
     def arrive(name: str, score: float) -> list:
@@ -359,10 +361,16 @@ def test_a_trial_that_could_not_beat_the_best_even_with_the_largest_gain_seen_is
 
     assert PauseTrial("f1", "rung 1") in arrive("f1", 0.1)  # below half of rung 1
     assert PauseTrial("f2", "rung 1") in arrive("f2", 0.2)
-    decisions = arrive("b", 0.58)  # second of four at rung 1, so kept by rank, but 0.58 + 0.3 < 0.9
+    decisions = arrive("b", 0.58)  # second of five at rung 1, so kept by rank, but 0.58 + 0.3 < 0.9
     assert PauseTrial("b", "rung 1") in decisions
     assert h.scheduler.bracket.best_promotable() is None  # nor promoted later
     assert PauseTrial("c", "rung 1") not in arrive("c", 0.61)  # 0.61 + 0.3 could still reach 0.9
+    for i, score in enumerate((0.05, 0.15, 0.12, 0.08)):
+        assert PauseTrial(f"g{i}", "rung 1") in arrive(f"g{i}", score)
+    # x: fifth of eleven at rung 1, kept by rank; 0.25 + 0.3 < 0.9, but nobody was measured from a
+    # score that low there (e from 0.3 is the lowest): a late bloomer may gain more, so no pause
+    assert 0.25 + h.scheduler.gain_bound(0) < 0.9
+    assert PauseTrial("x", "rung 1") not in arrive("x", 0.25)
 
 
 def test_promotion_goes_to_the_paused_trial_that_stands_highest_in_its_own_rung():

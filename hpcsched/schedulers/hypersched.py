@@ -111,6 +111,8 @@ class HyperSched:
         # gain bounds for "could it still win?": per rung level, the largest gain seen from that
         # rung's score to the next rung's; at the top, from the top rung's score to the best by R
         self._rung_gain: list[float | None] = [None] * levels
+        # per rung level, the lowest score there from which a gain was seen (the bound covers no lower)
+        self._gain_floor: list[float] = [math.inf] * levels
         self._trial_best: dict[str, float] = {}  # each trial's best (normalised) score so far
         self._seat_for: dict[str, str] = {}  # paused finalist -> the live trial paused to make room for it
         self._yielded: set[str] = set()  # live trials paused so that a finalist could grow (still stopping)
@@ -222,7 +224,7 @@ class HyperSched:
                     self._learn_link(trial_id, higher - 1, recorded)
                     lower = self._rung(higher - 1).recorded.get(trial_id)
                     if lower is not None:
-                        self._note_gain(higher - 1, recorded - lower)
+                        self._note_gain(higher - 1, lower, recorded - lower)
                 level = higher
         if level != before:
             self._by_level[before + 1].discard(trial_id)
@@ -237,9 +239,10 @@ class HyperSched:
             self._learn_link(trial_id, self._levels - 1, score)
             top = self._rung(self._levels - 1).recorded.get(trial_id)
             if top is not None:
-                self._note_gain(self._levels - 1, self._trial_best.get(trial_id, score) - top)
+                self._note_gain(self._levels - 1, top, self._trial_best.get(trial_id, score) - top)
 
-    def _note_gain(self, level: int, gain: float) -> None:
+    def _note_gain(self, level: int, start: float, gain: float) -> None:
+        self._gain_floor[level] = min(self._gain_floor[level], start)
         known = self._rung_gain[level]
         self._rung_gain[level] = gain if known is None else max(known, gain)
 
@@ -258,8 +261,10 @@ class HyperSched:
     def _cannot_win(self, rung: Rung, score: float) -> bool:
         """Whether a trial that recorded ``score`` at ``rung`` could not beat the best score so far even
         with the largest gain seen from there (the run's goal is its best score: such a trial has no
-        value, its atoms go to others; as ``_exploring_futile`` for new trials)."""
-        return self._beyond_reach(rung.level, score)
+        value, its atoms go to others; as ``_exploring_futile`` for new trials). Never for a trial
+        further behind at the rung than any trial whose gain from there was seen: the gains come from
+        the rung's leaders, and a late bloomer (a slower start, as with a lower learning rate) gains more."""
+        return self._gain_floor[rung.level] <= score and self._beyond_reach(rung.level, score)
 
     def _beyond_reach(self, level: int, score: float) -> bool:
         """Whether ``score`` at rung ``level`` plus the largest gains seen from there stays below the best
