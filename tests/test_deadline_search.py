@@ -540,6 +540,22 @@ def test_no_atom_is_held_back_for_a_growth_that_no_longer_pays():
     assert h.scheduler._growth_demand(h.situation()) == 0
 
 
+def test_no_atom_is_held_back_for_a_growth_that_the_resize_cooldown_defers_past_paying():
+    def demand(cooldown: int, now: float) -> int:
+        h = Harness(atoms=2, deadline=100.0, kind="hypersched", r=2, R=50, eta=2, scaling=named_scaling("sqrt"),
+                    resize_cooldown=cooldown)
+        h.start("a", startup=3.0)
+        h.report("a", 1, 0.5, t=13.0)  # 10 s a step after its startup
+        h.now = now
+        return h.scheduler._growth_demand(h.situation())
+
+    # with 87 s left, a may grow after 4 more reports (40 s): 1.4 x (47 - 3) > 1.1 x 47
+    assert demand(cooldown=5, now=13.0) == 1
+    # with 50 s left it would grow only in the last 10 s: 1.4 x (10 - 3) < 1.1 x 10; the atom is spare
+    assert demand(cooldown=5, now=50.0) == 0
+    assert demand(cooldown=1, now=50.0) == 1  # past its cooldown: 1.4 x (50 - 3) > 1.1 x 50
+
+
 def test_no_trial_starts_that_could_not_report_a_step_before_the_deadline():
     h = Harness(atoms=2, deadline=100.0, kind="hypersched", r=2, R=50, eta=2, entrance="none")
     h.start("a", startup=2.0)

@@ -703,8 +703,8 @@ class HyperSched:
 
     def _growth_demand(self, situation: Situation) -> int:
         """Atoms the live trials would still take under the allocation policy (0 without one, or
-        while no live trial's growth passes the overhead-aware test before it reaches R or the
-        deadline: held back, they would idle)."""
+        while no live trial's growth, from when its resize cooldown ends, passes the overhead-aware
+        test before it reaches R or the deadline: held back, they would idle)."""
         live = len(self._live)
         if self.spec.allocation == "none" or not live:
             return 0
@@ -712,7 +712,8 @@ class HyperSched:
         cap = self._cap(total)
         overhead = self.resize_overhead
         if not any(atoms < cap and worth_resizing(self.scaling, atoms, cap,
-                                                  self._growth_horizon(t, atoms, situation), overhead,
+                                                  self._growth_horizon(t, atoms, situation)
+                                                  - self._until_may_grow(t, atoms), overhead,
                                                   self.spec.resize_margin)
                    for t, atoms in self._live.items()):
             return 0
@@ -768,6 +769,15 @@ class HyperSched:
             return situation.time_left
         to_R = finish_time(self._candidate(trial_id), atoms, self.spec.R, step_time, self.scaling, startup=0.0)
         return min(situation.time_left, to_R)
+
+    def _until_may_grow(self, trial_id: str, atoms: int) -> float:
+        """Seconds until ``trial_id`` may grow: the reports its resize cooldown still wants, at its step
+        time on its ``atoms`` atoms (0 once past it, or while no step has been timed)."""
+        wait = self.spec.resize_cooldown - self._since_launch.get(trial_id, 0)
+        step_time = self._own_step_time(trial_id) or self._single_atom_step_times.value()
+        if wait <= 0 or not step_time:
+            return 0.0
+        return wait * step_time / self.scaling.rate(atoms)
 
     def _grow(self, situation: Situation, free: int, out: list[Decision]) -> None:
         live = len(self._live)
