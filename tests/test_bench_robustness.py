@@ -23,6 +23,14 @@ def test_grid_varies_every_axis_around_each_trace_of_the_quality_bench():
     assert [cell.trace for cell in bench.cells(["lstm-ptb"])] == ["lstm-ptb.csv"] * 16
 
 
+def test_an_unknown_trace_name_is_refused_with_exit_2_naming_it(capsys, tmp_path):
+    out = tmp_path / "robustness.md"
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--only", "lstm-ptb", "lstm-pbt", "--out", str(out)])
+    assert stop.value.code == 2
+    assert "lstm-pbt" in capsys.readouterr().err and not out.exists()
+
+
 @needs_curves
 def test_bench_writes_regrets_ratios_and_a_summary_per_trace(tmp_path):
     out = tmp_path / "robustness.md"

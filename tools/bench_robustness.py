@@ -49,6 +49,7 @@ ATOMS = (4, 16)
 SCALINGS = (("none", 0.0), ("linear", 30.0))  # (scaling, startup seconds)
 DEADLINE_FACTORS = (0.5, 1.5, 4.0)  # times R steps on one atom
 FLOOR = 1e-4  # regrets below this count as this much in ratios (a zero regret would divide by zero)
+KEY = ["trace", "R", "r", "atoms", "scaling", "deadline"]  # one cell of the tables
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,11 @@ class Cell:
     @property
     def deadlines(self) -> list[int]:
         return [int(f * self.R * STEP_TIME) for f in DEADLINE_FACTORS]
+
+
+def trace_names() -> list[str]:
+    """The traces of the grid, by name (lstm-ptb for lstm-ptb.csv)."""
+    return list(dict.fromkeys(Path(setting.trace).stem for setting in SETTINGS))
 
 
 def cells(only: list[str] | None = None) -> list[Cell]:
@@ -99,9 +105,6 @@ def run_cell(cell: Cell, curves: Path, seeds: int, jobs: int) -> pd.DataFrame:
                         ("scaling", cell.scaling)):
         frame[name] = value
     return frame
-
-
-KEY = ["trace", "R", "r", "atoms", "scaling", "deadline"]
 
 
 def cell_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -160,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help=f"markdown file to write (default {OUT})")
     parser.add_argument("--only", nargs="*", default=None, help="trace names to run, e.g. lstm-ptb (default: all)")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.only or ()) - set(trace_names()))
+    if unknown:
+        parser.error(f"--only: no trace named {', '.join(unknown)} (traces: {', '.join(trace_names())})")
     started = time.perf_counter()
     frames, absent = [], set()
     for cell in cells(args.only):
