@@ -221,6 +221,14 @@ def render(table: pd.DataFrame, seeds: int, seconds: float, statistics: list[str
     return "\n".join(lines) + "\n"
 
 
+def publish(text: str, out: Path) -> None:
+    """Print a results page and write it to ``out`` (its folder made if need be)."""
+    print(text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"wrote {out}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=40, help="seeds 0..N-1 per cell (default 40)")
@@ -248,11 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         if setting.name in set(table.index.get_level_values("setting")) and setting.trace not in traces:
             traces.add(setting.trace)
             statistics += rung_statistics(setting, args.curves)
-    text = render(table, args.seeds, time.perf_counter() - started, statistics)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(f"wrote {args.out}")
+    publish(render(table, args.seeds, time.perf_counter() - started, statistics), args.out)
     return 0
 
 

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
-from bench_quality import BASELINES, CURVES, SETTINGS, Setting, experiment_raw  # noqa: E402
+from bench_quality import BASELINES, CURVES, SETTINGS, Setting, experiment_raw, publish  # noqa: E402
 
 from hpcsched.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
@@ -178,11 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     if not frames:
         print("no trace found; nothing written")
         return 0
-    text = render(cell_table(pd.concat(frames, ignore_index=True)), args.seeds, time.perf_counter() - started)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(f"wrote {args.out}")
+    publish(render(cell_table(pd.concat(frames, ignore_index=True)), args.seeds, time.perf_counter() - started),
+            args.out)
     return 0
 
 

@@ -555,7 +555,7 @@ class HyperSched:
             return
         cap = self._cap(situation.total_atoms)
         growing = [t for t in finalists if t in self._live and t not in leaving and self._live[t] < cap
-                   and self._since_launch.get(t, 0) >= self.spec.resize_cooldown  # else the atoms would idle
+                   and self._cooldown_left(t) == 0  # else the atoms would idle
                    and not self._reaches_R(t, self._live[t], situation)]
         for finalist in sorted(growing, key=lambda t: self._ranking.rank(t) if t in self._ranking else math.inf):
             current = self._live[finalist]
@@ -616,6 +616,16 @@ class HyperSched:
         recent = self._own_step_times.get(trial_id)
         return statistics.median(recent) if recent else None
 
+    def _step_time(self, trial_id: str | None) -> float | None:
+        """A trial's step time as on one atom: its own where measured, else the run's median (None:
+        a trial started now; None before any step was timed)."""
+        own = self._own_step_time(trial_id) if trial_id is not None else None
+        return own or self._single_atom_step_times.value()
+
+    def _cooldown_left(self, trial_id: str) -> int:
+        """Reports ``trial_id``'s resize cooldown still wants before it may grow (0 once past it)."""
+        return max(0, self.spec.resize_cooldown - self._since_launch.get(trial_id, 0))
+
     def _candidate(self, trial_id: str) -> Candidate:
         return Candidate(trial_id, self._steps.get(trial_id, 0), self._live.get(trial_id, 0),
                          self._own_step_time(trial_id))
@@ -636,8 +646,7 @@ class HyperSched:
         """Whether ``trial_id`` (None: a trial started now), training on ``atoms`` atoms from now (a
         startup first unless it holds them), gets no further than a step where winning is unlikely
         (``_none_won_below``), at its own step time where measured."""
-        own = self._own_step_time(trial_id) if trial_id is not None else None
-        step_time = own or self._single_atom_step_times.value()
+        step_time = self._step_time(trial_id)
         if step_time is None or step_time <= 0 or not math.isfinite(self._best):
             return False
         holds = self._live.get(trial_id, 0) if trial_id is not None else 0
@@ -764,7 +773,7 @@ class HyperSched:
         """How long growing ``trial_id`` can pay: until the deadline, or until it would reach R on its
         ``atoms`` atoms if that comes first (after R its atoms are free again: a resize then only
         costs); the deadline while no step has been timed."""
-        step_time = self._own_step_time(trial_id) or self._single_atom_step_times.value()
+        step_time = self._step_time(trial_id)
         if step_time is None or step_time <= 0:
             return situation.time_left
         to_R = finish_time(self._candidate(trial_id), atoms, self.spec.R, step_time, self.scaling, startup=0.0)
@@ -773,9 +782,9 @@ class HyperSched:
     def _until_may_grow(self, trial_id: str, atoms: int) -> float:
         """Seconds until ``trial_id`` may grow: the reports its resize cooldown still wants, at its step
         time on its ``atoms`` atoms (0 once past it, or while no step has been timed)."""
-        wait = self.spec.resize_cooldown - self._since_launch.get(trial_id, 0)
-        step_time = self._own_step_time(trial_id) or self._single_atom_step_times.value()
-        if wait <= 0 or not step_time:
+        wait = self._cooldown_left(trial_id)
+        step_time = self._step_time(trial_id)
+        if wait == 0 or not step_time:
             return 0.0
         return wait * step_time / self.scaling.rate(atoms)
 
@@ -788,7 +797,7 @@ class HyperSched:
         for trial_id in self._reported:
             if free <= 0:
                 return
-            if trial_id not in self._live or self._since_launch.get(trial_id, 0) < self.spec.resize_cooldown:
+            if trial_id not in self._live or self._cooldown_left(trial_id) > 0:
                 continue
             current = self._live[trial_id]
             target = target_atoms(self.spec.allocation, self._ranking.rank(trial_id), live,
