@@ -35,13 +35,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
-from bench_quality import BASELINES, CURVES, SETTINGS, Setting, experiment_raw, publish  # noqa: E402
+from bench_quality import (BASELINES, BLIND_NOTE, CURVES, SETTINGS, STEP_TIME, Setting, experiment_raw,  # noqa: E402
+                           picked_blind, publish)
 
 from hpcsched.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
 
 OUT = REPO / "docs" / "results" / "robustness.md"
-STEP_TIME = 30.0  # as in experiment_raw
 VARIANTS = ("asha", "random", "hypersched")
 R_FACTORS = (1.0, 0.5)
 SMALLEST_RUNG = (1, 3)
@@ -147,11 +147,18 @@ def render(table: pd.DataFrame, seeds: int, seconds: float) -> str:
                      + " |")
     lines += ["", "| trace | R | r | atoms | scaling | T (s) | regret ASHA | regret random | regret HyperSched "
               "| ratio | HyperSched >= both |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    blind = 0
     for key, row in table.iterrows():
         digits = 2 if row[list(VARIANTS)].max() >= 1 else 4
-        lines.append("| " + " | ".join(str(k) for k in key) + " | "
+        where = dict(zip(KEY, key))
+        startup = dict(SCALINGS)[where["scaling"]]
+        mark = " †" if picked_blind(where["R"], where["scaling"], startup, where["deadline"]) else ""
+        blind += bool(mark)
+        lines.append("| " + " | ".join(str(k) for k in key) + mark + " | "
                      + " | ".join(f"{row[v]:.{digits}f}" for v in VARIANTS)
                      + f" | {row['ratio']:.2f} | {'yes' if row['wins'] else '**no**'} |")
+    if blind:
+        lines += ["", f"{BLIND_NOTE} {blind} of {len(table)} cells."]
     return "\n".join(lines) + "\n"
 
 
