@@ -21,8 +21,16 @@ def sbatch(spec: Path, run_dir: Path, name: str, *extra: str, export: str = "") 
     return out.stdout.strip().split(";")[0]
 
 
+UNANSWERED = "UNANSWERED"  # squeue failed for another reason than an unknown job (slurmctld busy): ask again
+
+
 def job_state(job_id: str) -> str:
+    """The job's state as squeue shows it; "" once it has ended (squeue no longer lists it, or has
+    purged it: "Invalid job id"); ``UNANSWERED`` when squeue failed otherwise (a loaded slurmctld
+    times out), so that a wait does not take a failed query for the job's end."""
     out = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True)
+    if out.returncode != 0:
+        return "" if "Invalid job id" in out.stderr else UNANSWERED
     return out.stdout.strip()
 
 

@@ -29,6 +29,7 @@ sys.path.insert(0, str(REPO))
 
 from hpcsched.journal import read_journal  # noqa: E402
 from hpcsched.records import Launched, Reported, Running, StopRequested  # noqa: E402
+from tests.slurm_jobs import job_state  # noqa: E402  (the local test cluster's helpers)
 
 BATCH = """#!/bin/bash
 #SBATCH --nodes=2 --ntasks-per-node={per_node} --cpus-per-task=1 --mem=0 --time=10
@@ -69,7 +70,7 @@ def submit_and_wait(spec: dict, name: str, atoms: int, seconds: float, work: Pat
                          cwd=REPO).stdout.strip()
     end = time.monotonic() + seconds + 300
     while time.monotonic() < end:
-        if not subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True).stdout.strip():
+        if not job_state(job):  # "" once ended; a failed squeue (a busy slurmctld) is not taken for the end
             break
         time.sleep(2)
     else:
