@@ -35,12 +35,14 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
 
 from hpcsched.journal import read_journal  # noqa: E402
 from hpcsched.records import (EntranceClosed, Exited, Launched, Reported, Running, RunStarted,  # noqa: E402
                               StopRequested, TrialCreated)
 from hpcsched.simulate import simulate_run  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
+from results_page import publish  # noqa: E402
 
 CURVES = REPO.parent / "shared" / "data" / "curves"
 OUTS = {"local": REPO / "docs" / "results" / "fidelity.md", "slurm": REPO / "docs" / "results" / "fidelity-slurm.md"}
@@ -215,10 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((seed, real, sim, agreement(real.decisions, sim.decisions)))
             print(f"seed {seed}: real best {real.best_score}, sim best {sim.best_score}, "
                   f"decisions the same {rows[-1][3]:.0%}", flush=True)
-    text = render(rows, args, time.time() - began)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(text)
+    publish(render(rows, args, time.time() - began), args.out)
     return 0
 
 

@@ -24,9 +24,11 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
 
 from hpcsched.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
+from results_page import publish  # noqa: E402
 
 CURVES = REPO.parent / "shared" / "data" / "curves"
 OUT = REPO / "docs" / "results" / "quality.md"
@@ -247,14 +249,6 @@ def render(table: pd.DataFrame, seeds: int, seconds: float, statistics: list[str
                   ">= 40 seeds |", "|---|---|---|---|---|---|---|"]
         lines += peer_rows
     return "\n".join(lines) + "\n"
-
-
-def publish(text: str, out: Path) -> None:
-    """Print a results page and write it to ``out`` (its folder made if need be)."""
-    print(text)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    print(f"wrote {out}")
 
 
 def main(argv: list[str] | None = None) -> int:

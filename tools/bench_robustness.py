@@ -36,7 +36,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
 from bench_quality import (BASELINES, BLIND_NOTE, CURVES, SETTINGS, STEP_TIME, Setting, experiment_raw,  # noqa: E402
-                           picked_blind, publish)
+                           picked_blind)
+from results_page import publish  # noqa: E402
 
 from hpcsched.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402

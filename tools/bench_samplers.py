@@ -23,9 +23,11 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
 
 from hpcsched.simulate import simulate_experiment
 from hpcsched.spec import parse_experiment
+from results_page import publish
 
 OUT = REPO / "docs" / "results" / "samplers.md"
 DEADLINES = (15, 30, 60, 120)
@@ -98,10 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     frame = simulate_experiment(parse_experiment(experiment_raw()), seeds=list(range(args.seeds)), jobs=args.jobs,
                                 event_log=False)
     text = render(table_of(frame), args.seeds, time.perf_counter() - started)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(f"wrote {args.out}")
+    publish(text, args.out)
     return 0
 
 
