@@ -51,3 +51,7 @@ def test_bench_writes_regrets_ratios_and_a_summary_per_trace(tmp_path):
         else:
             assert fields[10] == "**no**" and ours >= min(asha, random) - tolerance
     assert "| all | 48 |" in text
+    # picked blind (†): no scaling, half of R's steps fit (0.5 x R): 8 of the 48 cells, nothing else
+    blind = [row for row in cells if " †" in row.split(" | ")[5]]
+    assert len(blind) == 8 and all(row.split(" | ")[4] == "none" for row in blind)
+    assert {row.split(" | ")[5] for row in blind} == {"900 †", "450 †"} and "8 of 48 cells." in text
