@@ -72,3 +72,10 @@ def test_quickstart_from_a_fresh_copy_as_the_readme_says(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert loaded.returncode == 0, loaded.stderr
     assert abs(float(loaded.stdout.strip()) - result["best"]["score"]) < 1e-6  # the checkpoint is that model
+    # "Looking at a run": the set-up command installed what `hpcsched report` needs
+    report = subprocess.run([str(clone / ".venv" / "bin" / "hpcsched"), "report", str(run)], cwd=clone,
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stdout[-2000:] + report.stderr[-2000:]
+    written = {p.name for p in (run / "report").iterdir()}
+    assert {"summary.md", "gantt.png", "scores.png"} <= written, written
+    assert result["best"]["trial"] in (run / "report" / "summary.md").read_text()
