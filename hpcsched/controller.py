@@ -135,9 +135,10 @@ class Controller:
     def _wind_down(self, give_up_at: float | None = None) -> None:
         """Ask every live trial to checkpoint and exit; wait for them until ``give_up_at``
         (default: the wind-down grace period from now), then kill what is left."""
+        why = self.interrupted or ""  # what ended the loop before the deadline (a signal), if anything did
         for trial in list(self.state.trials.values()):
             if trial.status in LIVE and trial.intent not in (StopIntent.PAUSE, StopIntent.STOP, StopIntent.DEADLINE):
-                self._commit(StopRequested(self.clock.now(), trial.trial_id, StopIntent.DEADLINE))
+                self._commit(StopRequested(self.clock.now(), trial.trial_id, StopIntent.DEADLINE, reason=why))
                 self.executor.request_stop(trial.trial_id)
         give_up = give_up_at if give_up_at is not None else self.clock.now() + self.settings.wind_down_grace
         while self.state.live_count:

@@ -9,7 +9,9 @@ from hpcsched.durations import format_duration
 from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, Launched, Record,
                               Reported, RunExtended, RunFinished, StopIntent, StopRequested)
 from hpcsched.rundir import RunDir
+from hpcsched.scores import ExitOutcome
 from hpcsched.state import RunState, TrialStatus
+
 
 class Progress:
     """One line per state change: what happened, trials by state, atoms in use, best, time left."""
@@ -48,9 +50,14 @@ class Progress:
                 (f" from step {record.from_step}" if record.from_step else "")
         if isinstance(record, StopRequested):
             extra = f" to {record.atoms}" if record.intent == StopIntent.RESIZE else ""
-            return f"{record.trial} {record.intent}{extra}" + (f" ({record.reason})" if record.reason else "")
+            # the wind-down's request names what ended the run early (a signal), not the deadline
+            word = "stop and checkpoint" if record.intent == StopIntent.DEADLINE and record.reason else record.intent
+            return f"{record.trial} {word}{extra}" + (f" ({record.reason})" if record.reason else "")
         if isinstance(record, Exited):
-            text = f"{record.trial} {record.outcome} at step {record.step}"
+            if record.outcome == ExitOutcome.CHECKPOINTED and record.step == 0:
+                text = f"{record.trial} exited before its first step"
+            else:
+                text = f"{record.trial} {record.outcome} at step {record.step}"
             return text + (f": {record.error.splitlines()[-1][:60]}" if record.error else "")
         if isinstance(record, Reported) and state.best_trial == record.trial and state.best_step == record.step \
                 and state.best_score == record.score:

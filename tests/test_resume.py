@@ -95,6 +95,8 @@ def test_interrupt_then_resume_relaunches_what_was_running(tmp_path):
     assert "controller stopped (interrupted by SIGINT); resume with" in status.stdout
     stopped = {r.trial for r in before if isinstance(r, StopRequested) and r.intent == "deadline"}
     assert stopped == {"t0000", "t0001"}
+    # each line names the interrupt, not the deadline (seconds away)
+    assert all(f"{trial} stop and checkpoint (interrupted by SIGINT)" in out for trial in stopped), out
     proc = hpcsched("run", str(spec), "--run-dir", str(run), "--resume", "--quiet", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     after = records(run)[len(before):]
