@@ -20,7 +20,7 @@ _EXPORTS = MappingProxyType({
     "load_run_info": "loaders", "read_result": "loaders",
     "Simulation": "simulation", "load_simulation": "simulation", "is_simulation": "simulation",
     "means_table": "simulation",
-    "usage_curve": "usage", "check_usage": "usage",
+    "usage_curve": "usage", "check_usage": "usage", "early_ranking": "rank_agreement",
     "build_report": "report",
 })
 

@@ -156,6 +156,8 @@ def run_markdown(run: Run, images: dict[str, str] | None = None) -> str:
         lines += _table(["trial", "status", "best", "at step", "steps", "max atoms", "launches", "run time"],
                         [(r.trial, r.status, _g(r.best_score), str(r.best_step), str(r.steps), str(r.max_atoms),
                           str(r.launches), _s(r.run_time)) for r in top.itertuples(index=False)]) + [""]
+    if result and isinstance(result.get("max_steps"), int):
+        lines += _early_ranking_section(run, result["max_steps"])
     errored = trials[trials["status"] == "errored"]
     if len(errored):
         lines += [f"Errored trials ({len(errored)}):", ""]
@@ -165,6 +167,27 @@ def run_markdown(run: Run, images: dict[str, str] | None = None) -> str:
         for name, caption in images.items():
             lines += [f"### {caption}", "", f"![{caption}]({name})", ""]
     return "\n".join(lines)
+
+
+def _early_ranking_section(run: Run, R: int) -> list[str]:
+    """How well the scores at steps 1, 2, 4, ... ranked the trials trained to R (``early_ranking``)."""
+    from hpcsched.analysis.rank_agreement import MIN_PAIRS, early_ranking
+
+    table = early_ranking(run.scores, R, run.info.mode)
+    lines = ["## How early scores ranked the end", ""]
+    if table.empty:
+        return lines + [f"Fewer than {MIN_PAIRS} trials were trained to R = {R}: nothing to compare.", ""]
+    lines += [f"Rank correlation of each step's scores with the scores at R = {R}, over the trials that "
+              "reported at both, and where the best trial by R stood at that step among every trial that "
+              "reported there. A step whose ranking agrees with the end is a good first rung (`scheduler.r`). "
+              "Under ASHA or HyperSched the trials trained to R are those the rungs let through, so a step that "
+              "misleads can look better here than it is; a random-search run (`scheduler.kind: random`) shows "
+              "the ranking unselected.", ""]
+    lines += _table(["step", "trials scored", "trained to R too", "rank corr. with R", "best by R ranked"],
+                    [(str(r.step), str(r.scored), str(r.paired), _f(r.rank_corr, 2),
+                      "–" if _missing(r.best_rank) else f"{r.best_rank} of {r.scored}")
+                     for r in table.itertuples(index=False)]) + [""]
+    return lines
 
 
 # ---------------------------------------------------------------- simulations
