@@ -11,7 +11,8 @@ from hpcsched.spec import parse_experiment
 from tests.test_sim_studies import _tool
 
 bench = _tool("bench_first_rung")
-needs_curves = pytest.mark.skipif(not (bench.CURVES / "lstm-ptb.csv").exists(), reason="the shared curves are absent")
+CURVES = _tool("bench_quality").CURVES
+needs_curves = pytest.mark.skipif(not (CURVES / "lstm-ptb.csv").exists(), reason="the shared curves are absent")
 
 
 @needs_curves
@@ -30,7 +31,7 @@ def test_bench_writes_both_first_rungs_per_cell_with_ratios(tmp_path):
 @needs_curves
 def test_the_later_first_rung_compares_trials_first_at_r_times_eta(tmp_path):
     setting = next(s for s in bench.SETTINGS if s.name == "lstm-ptb")
-    raw = bench.experiment(setting, bench.CURVES)
+    raw = bench.experiment(setting, CURVES)
     raw.pop("matrix")
     raw["deadline"] = 3600
     spec = parse_experiment(raw).cells[0].spec

@@ -17,7 +17,6 @@ skipped with a note.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -28,10 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
-from bench_quality import (BLIND_NOTE, CURVES, ETA, SETTINGS, STEP_TIME, Setting, experiment_raw,  # noqa: E402
-                           picked_blind)
-from hpcsched.simulate import simulate_experiment  # noqa: E402
-from hpcsched.spec import parse_experiment  # noqa: E402
+from bench_quality import (BLIND_NOTE, ETA, SETTINGS, STEP_TIME, Setting, experiment_raw,  # noqa: E402
+                           picked_blind, replay_settings, settings_parser)
 from results_page import publish  # noqa: E402
 
 OUT = REPO / "docs" / "results" / "first_rung.md"
@@ -53,13 +50,6 @@ def experiment(setting: Setting, curves: Path) -> dict:
                        {"name": "asha r·eta", "scheduler": {"kind": "asha", **later}},
                        {"name": "hypersched r·eta", "scheduler": later}]
     return raw
-
-
-def run_setting(setting: Setting, curves: Path, seeds: int, jobs: int) -> pd.DataFrame:
-    frame = simulate_experiment(parse_experiment(experiment(setting, curves)), seeds=list(range(seeds)), jobs=jobs,
-                                event_log=False)
-    frame.insert(0, "setting", setting.name)
-    return frame
 
 
 def cell_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -108,28 +98,12 @@ def render(table: pd.DataFrame, seeds: int, seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=40, help="seeds 0..N-1 per cell (default 40)")
-    parser.add_argument("--jobs", type=int, default=2, help="simulation processes (default 2)")
-    parser.add_argument("--curves", type=Path, default=CURVES, help=f"folder of the shared traces (default {CURVES})")
-    parser.add_argument("--out", type=Path, default=OUT, help=f"markdown file to write (default {OUT})")
-    parser.add_argument("--only", nargs="*", default=None, help="setting names to run (default: all)")
-    args = parser.parse_args(argv)
+    args = settings_parser(__doc__.split("\n\n")[0], OUT).parse_args(argv)
     started = time.perf_counter()
-    frames = []
-    for setting in SETTINGS:
-        if args.only and setting.name not in args.only:
-            continue
-        if not (args.curves / setting.trace).is_file():
-            print(f"skipping {setting.name}: {args.curves / setting.trace} is absent")
-            continue
-        frames.append(run_setting(setting, args.curves, args.seeds, args.jobs))
-        print(f"{setting.name}: done", flush=True)
-    if not frames:
-        print("no trace found; nothing written")
+    frame = replay_settings(args, experiment)
+    if frame is None:
         return 0
-    table = cell_table(pd.concat(frames, ignore_index=True))
-    publish(render(table, args.seeds, time.perf_counter() - started), args.out)
+    publish(render(cell_table(frame), args.seeds, time.perf_counter() - started), args.out)
     return 0
 
 

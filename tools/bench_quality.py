@@ -17,6 +17,7 @@ import argparse
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,11 +97,43 @@ def experiment_raw(setting: Setting, curves: Path) -> dict:
     }
 
 
-def run_setting(setting: Setting, curves: Path, seeds: int, jobs: int) -> pd.DataFrame:
-    experiment = parse_experiment(experiment_raw(setting, curves))
-    frame = simulate_experiment(experiment, seeds=list(range(seeds)), jobs=jobs, event_log=False)
+def run_setting(setting: Setting, curves: Path, seeds: int, jobs: int,
+                experiment: Callable[[Setting, Path], dict] = experiment_raw) -> pd.DataFrame:
+    """Every cell and variant of ``experiment(setting, curves)`` over seeds 0..N-1, with a setting column."""
+    frame = simulate_experiment(parse_experiment(experiment(setting, curves)), seeds=list(range(seeds)), jobs=jobs,
+                                event_log=False)
     frame.insert(0, "setting", setting.name)
     return frame
+
+
+def settings_parser(description: str, out: Path) -> argparse.ArgumentParser:
+    """The command line of a bench over ``SETTINGS``: --seeds, --jobs, --curves, --out, --only."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seeds", type=int, default=40, help="seeds 0..N-1 per cell (default 40)")
+    parser.add_argument("--jobs", type=int, default=2, help="simulation processes (default 2)")
+    parser.add_argument("--curves", type=Path, default=CURVES, help=f"folder of the shared traces (default {CURVES})")
+    parser.add_argument("--out", type=Path, default=out, help=f"markdown file to write (default {out})")
+    parser.add_argument("--only", nargs="*", default=None, help="setting names to run (default: all)")
+    return parser
+
+
+def replay_settings(args: argparse.Namespace,
+                    experiment: Callable[[Setting, Path], dict] = experiment_raw) -> pd.DataFrame | None:
+    """``run_setting`` for each setting that ``args`` selects and whose trace is present (an absent
+    one is skipped with a note), concatenated; None when no trace was found."""
+    frames = []
+    for setting in SETTINGS:
+        if args.only and setting.name not in args.only:
+            continue
+        if not (args.curves / setting.trace).is_file():
+            print(f"skipping {setting.name}: {args.curves / setting.trace} is absent")
+            continue
+        frames.append(run_setting(setting, args.curves, args.seeds, args.jobs, experiment))
+        print(f"{setting.name}: done", flush=True)
+    if not frames:
+        print("no trace found; nothing written")
+        return None
+    return pd.concat(frames, ignore_index=True)
 
 
 def cell_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -252,27 +285,12 @@ def render(table: pd.DataFrame, seeds: int, seconds: float, statistics: list[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=40, help="seeds 0..N-1 per cell (default 40)")
-    parser.add_argument("--jobs", type=int, default=2, help="simulation processes (default 2)")
-    parser.add_argument("--curves", type=Path, default=CURVES, help=f"folder of the shared traces (default {CURVES})")
-    parser.add_argument("--out", type=Path, default=OUT, help=f"markdown file to write (default {OUT})")
-    parser.add_argument("--only", nargs="*", default=None, help="setting names to run (default: all)")
-    args = parser.parse_args(argv)
+    args = settings_parser(__doc__.split("\n\n")[0], OUT).parse_args(argv)
     started = time.perf_counter()
-    frames = []
-    for setting in SETTINGS:
-        if args.only and setting.name not in args.only:
-            continue
-        if not (args.curves / setting.trace).is_file():
-            print(f"skipping {setting.name}: {args.curves / setting.trace} is absent")
-            continue
-        frames.append(run_setting(setting, args.curves, args.seeds, args.jobs))
-        print(f"{setting.name}: done", flush=True)
-    if not frames:
-        print("no trace found; nothing written")
+    frame = replay_settings(args)
+    if frame is None:
         return 0
-    table = cell_table(pd.concat(frames, ignore_index=True))
+    table = cell_table(frame)
     statistics, traces = [], set()
     for setting in SETTINGS:
         if setting.name in set(table.index.get_level_values("setting")) and setting.trace not in traces:
