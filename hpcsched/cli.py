@@ -19,7 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sim = sub.add_parser("simulate", help="replay a spec's workload on a virtual clock, per variant and seed")
     sim.add_argument("spec", type=Path)
-    sim.add_argument("--out", type=Path, required=True, help="output directory (summary.csv, events/)")
+    sim.add_argument("--out", type=Path, default=None,
+                     help="output directory (summary.csv, events/; default: runs/<name>-sim-<time>)")
     sim.add_argument("--seeds", type=positive_int, default=1, help="number of seeds, starting at the spec's seed")
     sim.add_argument("--jobs", type=positive_int, default=None, help="parallel processes (default: CPU count, max 8)")
     sim.add_argument("--no-events", action="store_true", help="skip the per-event logs")
@@ -152,16 +153,19 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from hpcsched.analysis.simulation import means_table
+    from hpcsched.rundir import default_output_dir
+    from hpcsched.sim_layout import summary_path
     from hpcsched.simulate import default_jobs, simulate_experiment
     from hpcsched.spec import load_experiment
 
     experiment = load_experiment(args.spec)
     seeds = [experiment.spec.seed + i for i in range(args.seeds)]
     jobs = args.jobs if args.jobs is not None else default_jobs()
-    frame = simulate_experiment(experiment, seeds, args.out, event_log=not args.no_events, jobs=jobs)
+    out = args.out if args.out is not None else default_output_dir(experiment.spec.name, "sim")
+    frame = simulate_experiment(experiment, seeds, out, event_log=not args.no_events, jobs=jobs)
     table = means_table(frame, experiment.matrix_keys)
     with_pd_options(lambda: print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}")))
-    print(f"\nwrote {args.out / 'summary.csv'} ({len(frame)} runs)")
+    print(f"\nwrote {summary_path(out)} ({len(frame)} run{'' if len(frame) == 1 else 's'})")
     return 0
 
 

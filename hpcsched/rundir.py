@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import os
@@ -29,9 +30,17 @@ from hpcsched.errors import RunDirError
 
 JOURNAL = "events.jsonl"
 TRIALS = "trials"
+RUNS = "runs"  # where runs and simulations go when no directory is named
 RESERVE_BYTES = 1 << 20
 
 log = logging.getLogger(__name__)
+
+
+def default_output_dir(name: str, kind: str = "") -> Path:
+    """``runs/<name>-<YYYYmmdd-HHMMSS>`` for a run, ``runs/<name>-<kind>-<...>`` for another output
+    (``sim``: a simulation), relative to the working directory."""
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(RUNS) / "-".join(part for part in (name, kind, stamp) if part)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ The orchestration of one run: the run directory (new, or resumed from its journa
 
 from __future__ import annotations
 
-import datetime as dt
 import errno
 import os
 import socket
@@ -27,7 +26,7 @@ from hpcsched.journal import JsonlJournal, read_journal
 from hpcsched.progress import Progress
 from hpcsched.records import FinishReason, Record, RunStarted
 from hpcsched.result import ResultKeeper, build_result, write_result, iso_time
-from hpcsched.rundir import RunDir
+from hpcsched.rundir import RunDir, default_output_dir
 from hpcsched.spec import Spec
 from hpcsched.state import RunState
 from hpcsched.trainables import check_trainable, resolve_reference
@@ -45,8 +44,7 @@ class RunOptions:
 
 
 def default_run_dir(spec: Spec) -> Path:
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{spec.name}-{stamp}"
+    return default_output_dir(spec.name)
 
 
 def run_experiment(spec: Spec, options: RunOptions, out: TextIO = sys.stdout) -> dict[str, Any]:

@@ -108,6 +108,23 @@ def test_cli_simulate_bad_spec_exits_2_and_writes_nothing(tmp_path):
     assert "Traceback" not in proc.stderr and not out.exists()
 
 
+def test_cli_simulate_without_out_writes_under_runs_as_run_does(tmp_path):
+    spec = tmp_path / "small.yaml"
+    spec.write_text(textwrap.dedent("""
+        name: small
+        scheduler: {kind: hypersched, r: 1, R: 4, eta: 2}
+        resources: {atoms: 2}
+        deadline: 60
+        workload: {kind: synthetic}
+    """))
+    proc = subprocess.run([sys.executable, "-m", "hpcsched", "simulate", str(spec), "--jobs", "1", "--no-events"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    written = list((tmp_path / "runs").glob("small-sim-*/summary.csv"))
+    assert len(written) == 1 and len(written[0].read_text().splitlines()) == 2
+    assert f"wrote {written[0].relative_to(tmp_path)} (1 run)" in proc.stdout
+
+
 def test_cli_unreadable_yaml_exits_2(tmp_path):
     spec = tmp_path / "broken.yaml"
     spec.write_text("scheduler: [unclosed\n")
