@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import time
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,31 @@ def test_a_hung_trial_is_killed_errored_and_its_atoms_go_to_others(tmp_path):
     result = json.loads((run / "result.json").read_text())
     assert result["best"]["config"]["quality"] == 0.5 and result["best"]["step"] == 12
     assert no_trial_processes_left(run)
+
+
+def test_a_rank_that_aborts_ends_its_trial_errored_with_that_rank_s_own_words(tmp_path):
+    """Its peers are killed rather than left hanging in a collective, and the error shows the log of
+    the rank that failed, not the chief's (which only says it was killed)."""
+    from hpcsched.executors.base import LaunchRequest, TrialExit
+
+    run = tmp_path / "run"
+    (run / "trials").mkdir(parents=True, mode=0o700)
+    run.chmod(0o700)
+    settings = ProcessSettings(run_dir=run, trainable=f"{HOSTILE}:rank_aborts", max_steps=200, metric="score",
+                               mode="max", poll_interval=0.05)
+    executor = LocalExecutor(settings, WallClock(), LocalResources(2, 0, 1, distributed=True))
+    try:
+        executor.launch(LaunchRequest("t0", 0, {"abort_rank": 1, "abort_at": 3}, ("cpu0", "cpu1"), 0, "start", 1))
+        events: list = []
+        assert wait_for(lambda: events.extend(executor.poll(time.time())) or
+                        any(isinstance(e, TrialExit) for e in events), timeout=60)
+    finally:
+        executor.shutdown()
+    exit_event = next(e for e in events if isinstance(e, TrialExit))
+    assert exit_event.outcome == "errored"
+    assert "killed by SIGKILL, killed by SIGABRT" in exit_event.error
+    assert "rank 1:\nterminate called: rank 1 gave up at step 3" in exit_event.error
+    assert "rank 0:" not in exit_event.error
 
 
 def test_recovery_stops_only_processes_that_run_a_launch_of_the_trial(tmp_path):

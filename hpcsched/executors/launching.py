@@ -405,7 +405,7 @@ class ProcessExecutor:
         clean = all(c == 0 or _ended_by_stop_signal(c) for c in codes)
         if line is not None and line.outcome != ExitOutcome.ERRORED and clean:
             return TrialExit(trial_id, now, line.outcome, launch.checkpoint_step, line.error)
-        tail = _tail(launch.folder, launch.launch.launch_id)
+        tail = _tail(launch.folder, launch.launch.launch_id, codes, launch.world_size)
         if line is not None and line.error:
             error = "\n".join(line.error.strip().splitlines()[-12:])
             return TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step, error)
@@ -460,16 +460,34 @@ def _describe_codes(codes: list[int | None]) -> str:
     return ", ".join(_describe_code(c) for c in codes)
 
 
-def _tail(folder: Path, launch_id: str, lines: int = 12) -> str:
-    """The end of the launch's error log (and of srun's own log, on SLURM)."""
-    text: list[str] = []
+def _tail(folder: Path, launch_id: str, codes: list[int | None], world_size: int, lines: int = 12) -> str:
+    """The end of the error logs of the ranks that failed (and of srun's own log, on SLURM).
+
+    With one process per rank (local), a rank that ended by another signal or exit code than the
+    SIGKILL that ended its peers is the one that failed; with one srun for every task, srun's log
+    names the task, and every rank's log that has something to say is shown."""
+    if len(codes) == world_size > 1:
+        failed = [rank for rank, code in enumerate(codes) if code not in (None, 0)]
+        first = [rank for rank in failed if codes[rank] != -signal.SIGKILL]
+        ranks = first or failed or [0]
+    else:
+        ranks = list(range(max(1, world_size)))
     paths = TrialPaths(folder.parent)
-    for path in (paths.launch_log(launch_id, 0, "stderr"), paths.srun_log(launch_id)):
-        try:
-            text += path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            pass
-    return ("\n" + "\n".join(text[-lines:])) if text else ""
+    text: list[str] = []
+    for rank in ranks:
+        said = _last_lines(paths.launch_log(launch_id, rank, "stderr"), lines)
+        if said and world_size > 1:
+            said = [f"rank {rank}:"] + said
+        text += said
+    text += _last_lines(paths.srun_log(launch_id), lines)
+    return ("\n" + "\n".join(text)) if text else ""
+
+
+def _last_lines(path: Path, lines: int) -> list[str]:
+    try:
+        return path.read_text(errors="replace").strip().splitlines()[-lines:]
+    except OSError:
+        return []
 
 
 def _pid_alive(pid: int) -> bool:

@@ -89,3 +89,16 @@ def freezes(config, ctx):
         if step == config.get("freeze_at") and config["quality"] == config.get("freeze_quality"):
             os.kill(os.getpid(), signal.SIGSTOP)
         ctx.report(step, config["quality"] * step / ctx.max_steps, state={"step": step})
+
+
+def rank_aborts(config, ctx):
+    """Rank ``abort_rank`` of a several-process trial says why on stderr and aborts (SIGABRT, as a
+    C++ library's uncaught exception does) at step ``abort_at``; the others train on."""
+    import sys
+
+    for step in ctx.steps():
+        time.sleep(config.get("step_time", 0.05))
+        if ctx.rank == config.get("abort_rank", 1) and step == config.get("abort_at", 3):
+            print(f"terminate called: rank {ctx.rank} gave up at step {step}", file=sys.stderr, flush=True)
+            os.abort()
+        ctx.report(step, 0.5 * step / ctx.max_steps, state={"step": step})

@@ -54,3 +54,21 @@ def _train(config, ctx):
 
 def wrong_signature(config):
     return None
+
+
+def leaves_a_cycle(config, ctx):
+    """Trains like a two-step toy and leaves behind a reference cycle that the automatic collector has
+    not reached (as a DistributedDataParallel model's cycles can survive into the oldest generation);
+    when the cycle is freed, ``freed`` (in the trial's folder) is written."""
+    import gc
+    import weakref
+
+    class Held:
+        pass
+
+    gc.disable()
+    held = Held()
+    held.itself = held
+    weakref.finalize(held, (ctx.trial_dir / "freed").write_text, "freed")
+    for step in ctx.steps():
+        ctx.report(step, 0.5, state={"step": step})
