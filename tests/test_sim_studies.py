@@ -48,7 +48,7 @@ def _restrict(experiment: Experiment, keep_cell, keep_variants: set[str]) -> Exp
 def test_sim_spec_loads(name):
     experiment = load_experiment(SIM / f"{name}.yaml")
     assert len(experiment.cells) > 1 and len(experiment.spec.variants) >= 3
-    assert experiment.spec.variants[0].scheduler.kind == "asha"
+    assert [v.scheduler.kind for v in experiment.spec.variants[:2]] == ["asha", "random"]  # the baselines first
 
 
 def test_study_specs_set_what_the_study_varies():
@@ -98,11 +98,11 @@ def test_regenerate_runs_end_to_end_and_is_deterministic(tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     _regenerate(first, "--only", "entrance")
     frame = pd.read_csv(first / "entrance.csv")
-    assert len(frame) == 7 and set(frame["variant"]) >= {"asha", "hypersched", "adaptive", "no-entrance"}
+    assert len(frame) == 8 and set(frame["variant"]) >= {"asha", "random", "hypersched", "adaptive", "no-entrance"}
     png = (first / "entrance.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
     readme = (first / "README.md").read_text()
-    assert "## entrance: Entrance policy" in readme and "| atoms | deadline (s) | oracle | asha |" in readme
+    assert "## entrance: Entrance policy" in readme and "| atoms | deadline (s) | oracle | asha | random |" in readme
     assert "--seeds 1" in readme and "## Scale" in readme
     _regenerate(second, "--only", "entrance")
     for name in ("entrance.csv", "entrance.png", "README.md"):

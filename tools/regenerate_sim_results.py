@@ -330,7 +330,9 @@ def study_section(name: str, frame: pd.DataFrame, spec_path: Path, seeds_flag: s
               f"`python {TOOL}{seeds_flag} --only {name}`."), "",
              f"![{name}]({name}.png)", "",
              ("Mean ± sd of best_score over seeds; mean regret (oracle − best) in parentheses; "
-              "the best mean of each row in bold. oracle: one trial alone on all atoms from time 0."), "",
+              "the best mean of each row in bold. oracle: one trial alone on all atoms from time 0; "
+              "random: random search (every trial trained to R, as many at a time as there are atoms, "
+              "first in first out)."), "",
              means_markdown(frame)]
     if name in EXTRAS:
         subtitle, render = EXTRAS[name]
