@@ -335,12 +335,26 @@ def test_one_epoch_pauses_a_trial_still_screening_at_the_switch_and_ranks_it_wit
 # ---------------------------------------------------------------- "could it still win?", promotion order, swaps
 
 
+def test_gain_bounds_sum_the_largest_gains_up_to_R_and_cover_only_scores_a_gain_was_seen_from():
+    from hpcsched.schedulers.gains import GainBounds
+
+    gains = GainBounds(2)
+    assert gains.bound(0) is None and not gains.beyond_reach(0, -100.0, 1.0)  # no evidence: no filter
+    gains.note(0, 0.5, 0.1)
+    assert gains.bound(0) is None  # nobody seen from the top rung to R yet
+    gains.note(1, 0.6, 0.2)
+    gains.note(0, 0.3, 0.05)  # a smaller gain from lower down: the largest stays
+    assert gains.bound(1) == pytest.approx(0.2) and gains.bound(0) == pytest.approx(0.3)
+    assert gains.beyond_reach(0, 0.55, 0.9) and not gains.beyond_reach(0, 0.65, 0.9)
+    assert gains.covers(0, 0.3) and not gains.covers(0, 0.29) and not gains.covers(1, 0.59)
+
+
 def test_a_trial_that_could_not_beat_the_best_even_with_the_largest_gain_seen_is_paused():
     # rungs at 1 and 2 below R = 4; half kept at each (rung_trust fixed, eta 2)
     h = Harness(atoms=2, deadline=1000.0, kind="hypersched", r=1, R=4, eta=2, allocation="none",
                 rung_trust="fixed")
     h.trials_left = 0
-    assert h.scheduler.gain_bound(0) is None  # nothing completed yet: no bound, no filter
+    assert h.scheduler.gains.bound(0) is None  # nothing completed yet: no bound, no filter
     # a: +0.1 from rung 1 to 2, +0.2 from 2 to R; e, from further behind: +0.05, +0.1
     for name, scores in (("a", (0.6, 0.7, 0.8, 0.9)), ("e", (0.3, 0.35, 0.4, 0.45))):
         h.start(name)
@@ -349,7 +363,7 @@ def test_a_trial_that_could_not_beat_the_best_even_with_the_largest_gain_seen_is
         assert h.decide() == [StopTrial(name, "max_steps")]
         h.commit(StopRequested(h.now, name, StopIntent.STOP))
         h.commit(Exited(h.now, name, ExitOutcome.FINISHED, 4))
-    assert h.scheduler.gain_bound(1) == pytest.approx(0.2) and h.scheduler.gain_bound(0) == pytest.approx(0.3)
+    assert h.scheduler.gains.bound(1) == pytest.approx(0.2) and h.scheduler.gains.bound(0) == pytest.approx(0.3)
 
     def arrive(name: str, score: float) -> list:
         h.start(name)
@@ -369,7 +383,7 @@ def test_a_trial_that_could_not_beat_the_best_even_with_the_largest_gain_seen_is
         assert PauseTrial(f"g{i}", "rung 1") in arrive(f"g{i}", score)
     # x: fifth of eleven at rung 1, kept by rank; 0.25 + 0.3 < 0.9, but nobody was measured from a
     # score that low there (e from 0.3 is the lowest): a late bloomer may gain more, so no pause
-    assert 0.25 + h.scheduler.gain_bound(0) < 0.9
+    assert 0.25 + h.scheduler.gains.bound(0) < 0.9
     assert PauseTrial("x", "rung 1") not in arrive("x", 0.25)
 
 

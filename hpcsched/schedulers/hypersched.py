@@ -43,6 +43,7 @@ from hpcsched.schedulers.allocation import allowed_size, target_atoms, worth_res
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, DecisionSteps, PauseTrial, ResizeTrial,
                                            ResumeTrial, Situation, StartTrial, StopTrial, new_trials, rung_steps)
 from hpcsched.schedulers.finish import Candidate, FinishPlan, finish_time, plan_finish
+from hpcsched.schedulers.gains import GainBounds
 from hpcsched.schedulers.rungs import Rung, SpeculativeBracket, TopFractionBracket, milestones
 from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
 from hpcsched.schedulers.trust import RungTrust
@@ -108,11 +109,7 @@ class HyperSched:
         self._longest_run = 0.0
         self._caps: dict[int, int] = {}
         self._best = -math.inf  # best (normalised) score any trial reported
-        # gain bounds for "could it still win?": per rung level, the largest gain seen from that
-        # rung's score to the next rung's; at the top, from the top rung's score to the best by R
-        self._rung_gain: list[float | None] = [None] * levels
-        # per rung level, the lowest score there from which a gain was seen (the bound covers no lower)
-        self._gain_floor: list[float] = [math.inf] * levels
+        self.gains = GainBounds(levels)  # "could it still win?": the largest gains seen from each rung
         self._trial_best: dict[str, float] = {}  # each trial's best (normalised) score so far
         self._seat_for: dict[str, str] = {}  # paused finalist -> the live trial paused to make room for it
         self._yielded: set[str] = set()  # live trials paused so that a finalist could grow (still stopping)
@@ -224,7 +221,7 @@ class HyperSched:
                     self._learn_link(trial_id, higher - 1, recorded)
                     lower = self._rung(higher - 1).recorded.get(trial_id)
                     if lower is not None:
-                        self._note_gain(higher - 1, lower, recorded - lower)
+                        self.gains.note(higher - 1, lower, recorded - lower)
                 level = higher
         if level != before:
             self._by_level[before + 1].discard(trial_id)
@@ -239,24 +236,7 @@ class HyperSched:
             self._learn_link(trial_id, self._levels - 1, score)
             top = self._rung(self._levels - 1).recorded.get(trial_id)
             if top is not None:
-                self._note_gain(self._levels - 1, top, self._trial_best.get(trial_id, score) - top)
-
-    def _note_gain(self, level: int, start: float, gain: float) -> None:
-        self._gain_floor[level] = min(self._gain_floor[level], start)
-        known = self._rung_gain[level]
-        self._rung_gain[level] = gain if known is None else max(known, gain)
-
-    def gain_bound(self, level: int) -> float | None:
-        """The most a trial at rung ``level`` has been seen to gain on its way to its best score by R:
-        the largest gain seen from each rung to the next, summed up to the top rung, plus the largest
-        gain from the top rung to the best by R (None until a trial has completed and every rung
-        above ``level`` has seen a trial pass it)."""
-        total = 0.0
-        for gain in self._rung_gain[level:]:
-            if gain is None:
-                return None
-            total += gain
-        return total
+                self.gains.note(self._levels - 1, top, self._trial_best.get(trial_id, score) - top)
 
     def _cannot_win(self, rung: Rung, score: float) -> bool:
         """Whether a trial that recorded ``score`` at ``rung`` could not beat the best score so far even
@@ -264,13 +244,7 @@ class HyperSched:
         value, its atoms go to others; as ``_exploring_futile`` for new trials). Never for a trial
         further behind at the rung than any trial whose gain from there was seen: the gains come from
         the rung's leaders, and a late bloomer (a slower start, as with a lower learning rate) gains more."""
-        return self._gain_floor[rung.level] <= score and self._beyond_reach(rung.level, score)
-
-    def _beyond_reach(self, level: int, score: float) -> bool:
-        """Whether ``score`` at rung ``level`` plus the largest gains seen from there stays below the best
-        (False while there is no bound)."""
-        bound = self.gain_bound(level)
-        return bound is not None and score + bound < self._best
+        return self.gains.covers(rung.level, score) and self.gains.beyond_reach(rung.level, score, self._best)
 
     def _learn_link(self, trial_id: str, level: int, upper: float) -> None:
         rung = self._rung(level)
@@ -608,7 +582,7 @@ class HyperSched:
             return False
         level = self._level.get(trial_id, NO_LEVEL)
         if level != NO_LEVEL:
-            return self._beyond_reach(level, self._trial_best.get(trial_id, -math.inf))
+            return self.gains.beyond_reach(level, self._trial_best.get(trial_id, -math.inf), self._best)
         return self._unlikely_to_win(trial_id, atoms, situation)
 
     def _own_step_time(self, trial_id: str) -> float | None:
