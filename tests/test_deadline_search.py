@@ -108,6 +108,25 @@ def test_finish_time_counts_the_stop_that_frees_a_started_trials_seat():
     assert finish_time(Candidate(None, 0, 0), 1, 10, 2.0, linear, startup=5.0, stop=1.5) == 25.0
 
 
+def test_pace_times_a_trial_by_the_median_of_its_own_last_steps_as_on_one_atom():
+    from hpcsched.scaling import named_scaling
+    from hpcsched.schedulers.pace import OWN_STEP_TIMES, Pace
+
+    pace = Pace(0.5, named_scaling("linear"))
+    assert pace.step_time("a") is None and pace.startup() is None and pace.stop() is None
+    pace.add_report("a", 10.0, 2, 1.0)  # 1 s on 2 atoms under linear scaling: 2 s on one
+    assert pace.own_step_time("a") == 2.0 and pace.run_step_time() is None  # the run's: one-atom steps only
+    pace.add_report("b", 30.0, 1, 3.0)
+    assert pace.step_time(None) == 3.0 and pace.step_time("a") == 2.0 and pace.longest_run == 30.0
+    for _ in range(OWN_STEP_TIMES):
+        pace.add_report("a", 40.0, 1, 5.0)
+    assert pace.own_step_time("a") == 5.0  # the oldest measurement left the window
+    pace.forget("a")
+    assert pace.step_time("a") == pace.run_step_time()
+    pace.add_stop(-1.0)  # a clock step backwards counts as an instant stop, not a negative one
+    assert pace.stop() == 0.0
+
+
 def test_finish_time_uses_a_candidates_own_step_time_where_measured():
     linear = named_scaling("linear")
     assert finish_time(Candidate("a", 4, 1, step_time=3.0), 1, 10, 2.0, linear, startup=5.0) == 18.0

@@ -35,7 +35,6 @@ Mechanisms, each a switch of SchedulerSpec so the paper's ablations are configur
 from __future__ import annotations
 
 import math
-import statistics
 
 from hpcsched.mode import Mode
 from hpcsched.records import EntranceClosed, Exited, Launched, Record, Reported, Running, StopIntent, StopRequested
@@ -44,8 +43,9 @@ from hpcsched.schedulers.decisions import (CloseEntrance, Decision, DecisionStep
                                            ResumeTrial, Situation, StartTrial, StopTrial, new_trials, rung_steps)
 from hpcsched.schedulers.finish import Candidate, FinishPlan, finish_time, plan_finish
 from hpcsched.schedulers.gains import GainBounds
+from hpcsched.schedulers.pace import Pace
 from hpcsched.schedulers.rungs import Rung, SpeculativeBracket, TopFractionBracket, milestones
-from hpcsched.schedulers.sorted_scores import Ranking, RunningQuantile
+from hpcsched.schedulers.sorted_scores import Ranking
 from hpcsched.schedulers.trust import RungTrust
 from hpcsched.spec import SchedulerSpec
 from hpcsched.state import TrialStatus, TrialView
@@ -53,7 +53,6 @@ from hpcsched.state import TrialStatus, TrialView
 NO_LEVEL = -1  # a trial that has not reached the first rung
 CLOCK_EPSILON = 1e-6  # a timed wake lands this far past the moment a rule turns (float rounding)
 TRUST_FULL = 0.5  # rung trust from which a rung pauses as many as successive halving does
-OWN_STEP_TIMES = 8  # a trial's step time: the median of its last this many measurements
 NAMED_FINALISTS = 4  # a close reason names this many finalists at most
 
 
@@ -97,16 +96,11 @@ class HyperSched:
         self._shrinking: set[str] = set()
         # asked to stop, not exited yet -> when it was asked, or its last report since (training)
         self._stopping: dict[str, float] = {}
-        self._stop_latencies = RunningQuantile(spec.startup_quantile)  # from then to the exit
         self._freeing: dict[str, int] = {}  # asked to pause or stop (not to resize), not exited yet -> atoms
         self._finalists: set[str] = set()  # after the entrance closed: trials the plan trains to R
         self._share = 1.0  # finalists per atom's worth, fixed when the entrance closes
         self._idle_resumed: set[str] = set()  # resumed only because nothing else could use the atoms
-        self._startups = RunningQuantile(spec.startup_quantile)  # O(log n) per launch, not O(n)
-        self._single_atom_step_times = RunningQuantile(0.5)  # grows with every report
-        # each trial's own step time on one atom (configurations differ in cost: width, batch size)
-        self._own_step_times: dict[str, list[float]] = {}
-        self._longest_run = 0.0
+        self.pace = Pace(spec.startup_quantile, spec.scaling)  # measured startups, stops and step times
         self._caps: dict[int, int] = {}
         self._best = -math.inf  # best (normalised) score any trial reported
         self.gains = GainBounds(levels)  # "could it still win?": the largest gains seen from each rung
@@ -120,7 +114,7 @@ class HyperSched:
         if isinstance(record, Reported):
             self._on_report(record, trial)
         elif isinstance(record, Running):
-            self._startups.add(record.startup)
+            self.pace.add_startup(record.startup)
         elif isinstance(record, Launched):
             self._live[record.trial] = len(record.atoms)
             self._live_atoms += len(record.atoms)
@@ -146,7 +140,7 @@ class HyperSched:
             self._freeing.pop(record.trial, None)
             asked = self._stopping.pop(record.trial, None)
             if asked is not None:
-                self._stop_latencies.add(max(0.0, record.t - asked))
+                self.pace.add_stop(record.t - asked)
             self._shrinking.discard(record.trial)
             rung = self._pause_rung.pop(record.trial, None)
             if rung is not None and trial is not None and trial.status == TrialStatus.PAUSED \
@@ -161,13 +155,7 @@ class HyperSched:
         if record.trial in self._stopping:  # the step in progress when it was asked: trained, not lost
             self._stopping[record.trial] = max(self._stopping[record.trial], record.t)
         if trial is not None:
-            self._longest_run = max(self._longest_run, trial.run_time)
-            if trial.atoms == 1 and trial.step_time is not None:
-                self._single_atom_step_times.add(trial.step_time)
-            if trial.atoms >= 1 and trial.step_time is not None:
-                recent = self._own_step_times.setdefault(record.trial, [])
-                recent.append(trial.step_time * self.scaling.rate(trial.atoms) / self.scaling.rate(1))
-                del recent[:-OWN_STEP_TIMES]
+            self.pace.add_report(record.trial, trial.run_time, trial.atoms, trial.step_time)
         score = self.sign * record.score
         self._best = max(self._best, score)
         self._trial_best[record.trial] = max(score, self._trial_best.get(record.trial, -math.inf))
@@ -257,7 +245,7 @@ class HyperSched:
         level = self._level.pop(trial_id, NO_LEVEL)
         self._by_level[level + 1].discard(trial_id)
         self._steps.pop(trial_id, None)
-        self._own_step_times.pop(trial_id, None)
+        self.pace.forget(trial_id)
 
     def candidates_best_first(self):
         """Trials that could still be trained to R, best first: highest rung reached, then the
@@ -287,14 +275,14 @@ class HyperSched:
         """T_o: the configured quantile of measured startup/resize times (0 when ignoring overhead)."""
         if not self.spec.overhead_aware:
             return 0.0
-        measured = self._startups.value()
+        measured = self.pace.startup()
         if measured is None:
             return self.spec.startup_estimate or 0.0
         return measured
 
     def _first_report_in(self) -> float:
         """Seconds from a launch to its first report: a startup and one step on one atom."""
-        return self.startup_estimate + (self._single_atom_step_times.value() or 0.0) / self.scaling.rate(1)
+        return self.startup_estimate + (self.pace.run_step_time() or 0.0) / self.scaling.rate(1)
 
     @property
     def _stop_estimate(self) -> float:
@@ -302,7 +290,7 @@ class HyperSched:
         configured quantile (0 before any, or when ignoring overhead)."""
         if not self.spec.overhead_aware:
             return 0.0
-        return self._stop_latencies.value() or 0.0
+        return self.pace.stop() or 0.0
 
     @property
     def resize_overhead(self) -> float:
@@ -311,9 +299,9 @@ class HyperSched:
 
     def exploration_budget(self) -> float:
         """min(R * T_a, eta * T'): time a new trial would need; explore only while time_left exceeds it."""
-        step_time = self._single_atom_step_times.value()
+        step_time = self.pace.run_step_time()
         full_run = self.spec.R * step_time if step_time is not None else math.inf
-        return min(full_run, self.spec.eta * self._longest_run)
+        return min(full_run, self.spec.eta * self.pace.longest_run)
 
     def _entrance_should_close(self, situation: Situation) -> str | None:
         entrance = self.spec.entrance
@@ -358,7 +346,7 @@ class HyperSched:
             return situation.time_left - self.exploration_budget()
         if entrance != "deadline":
             return situation.started_at + float(entrance) * (situation.deadline - situation.started_at) - situation.now
-        step_time = self._single_atom_step_times.value()
+        step_time = self.pace.run_step_time()
         if step_time is None:
             return None
         fresh = self._every_plan_fits_above(step_time)
@@ -376,12 +364,12 @@ class HyperSched:
 
     def _plan_slack(self) -> float:
         """Close this long before a plan stops fitting: one step on one atom (decisions come per report)."""
-        return self._single_atom_step_times.value() or 0.0
+        return self.pace.run_step_time() or 0.0
 
     def finish_plan(self, situation: Situation) -> FinishPlan | None:
         """The plan that trains the best candidates to R by the deadline (None before a step was
         measured, or while even a fresh trial on the smallest allocation would fit with room to spare)."""
-        step_time = self._single_atom_step_times.value()
+        step_time = self.pace.run_step_time()
         if step_time is None:
             return None
         startup = self.startup_estimate
@@ -585,29 +573,18 @@ class HyperSched:
             return self.gains.beyond_reach(level, self._trial_best.get(trial_id, -math.inf), self._best)
         return self._unlikely_to_win(trial_id, atoms, situation)
 
-    def _own_step_time(self, trial_id: str) -> float | None:
-        """``trial_id``'s step time as on one atom: the median of its last measurements (None before any)."""
-        recent = self._own_step_times.get(trial_id)
-        return statistics.median(recent) if recent else None
-
-    def _step_time(self, trial_id: str | None) -> float | None:
-        """A trial's step time as on one atom: its own where measured, else the run's median (None:
-        a trial started now; None before any step was timed)."""
-        own = self._own_step_time(trial_id) if trial_id is not None else None
-        return own or self._single_atom_step_times.value()
-
     def _cooldown_left(self, trial_id: str) -> int:
         """Reports ``trial_id``'s resize cooldown still wants before it may grow (0 once past it)."""
         return max(0, self.spec.resize_cooldown - self._since_launch.get(trial_id, 0))
 
     def _candidate(self, trial_id: str) -> Candidate:
         return Candidate(trial_id, self._steps.get(trial_id, 0), self._live.get(trial_id, 0),
-                         self._own_step_time(trial_id))
+                         self.pace.own_step_time(trial_id))
 
     def _reaches_R(self, trial_id: str, atoms: int, situation: Situation) -> bool:
         """Whether ``trial_id``, training on ``atoms`` atoms from now, reaches R by the deadline (a
         startup first unless it already holds that many)."""
-        step_time = self._single_atom_step_times.value() or 0.0
+        step_time = self.pace.run_step_time() or 0.0
         need = finish_time(self._candidate(trial_id), atoms, self.spec.R, step_time, self.scaling,
                            self.startup_estimate, self._stop_estimate)
         return need <= situation.time_left
@@ -620,7 +597,7 @@ class HyperSched:
         """Whether ``trial_id`` (None: a trial started now), training on ``atoms`` atoms from now (a
         startup first unless it holds them), gets no further than a step where winning is unlikely
         (``_none_won_below``), at its own step time where measured."""
-        step_time = self._step_time(trial_id)
+        step_time = self.pace.step_time(trial_id)
         if step_time is None or step_time <= 0 or not math.isfinite(self._best):
             return False
         holds = self._live.get(trial_id, 0) if trial_id is not None else 0
@@ -747,7 +724,7 @@ class HyperSched:
         """How long growing ``trial_id`` can pay: until the deadline, or until it would reach R on its
         ``atoms`` atoms if that comes first (after R its atoms are free again: a resize then only
         costs); the deadline while no step has been timed."""
-        step_time = self._step_time(trial_id)
+        step_time = self.pace.step_time(trial_id)
         if step_time is None or step_time <= 0:
             return situation.time_left
         to_R = finish_time(self._candidate(trial_id), atoms, self.spec.R, step_time, self.scaling, startup=0.0)
@@ -757,7 +734,7 @@ class HyperSched:
         """Seconds until ``trial_id`` may grow: the reports its resize cooldown still wants, at its step
         time on its ``atoms`` atoms (0 once past it, or while no step has been timed)."""
         wait = self._cooldown_left(trial_id)
-        step_time = self._step_time(trial_id)
+        step_time = self.pace.step_time(trial_id)
         if wait == 0 or not step_time:
             return 0.0
         return wait * step_time / self.scaling.rate(atoms)

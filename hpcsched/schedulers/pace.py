@@ -1,0 +1,72 @@
+"""How long things take in this run, as measured: startups, stops and steps.
+
+Step times are kept as on one atom (a trial on ``a`` atoms steps ``rate(a) / rate(1)`` times
+faster under the scheduler's scaling belief): per trial, the median of its last few (configurations
+differ in cost: width, batch size), and over the run, the median of every step timed on one atom
+(for a trial that has not stepped yet). Startups and stops are read at a configured quantile.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from hpcsched.scaling import Scaling
+from hpcsched.schedulers.sorted_scores import RunningQuantile
+
+OWN_STEP_TIMES = 8  # a trial's step time: the median of its last this many measurements
+
+
+class Pace:
+    """Measured startups, stops and step times of one run (``quantile`` for startups and stops)."""
+
+    def __init__(self, quantile: float, scaling: Scaling):
+        self._scaling = scaling
+        self._startups = RunningQuantile(quantile)  # O(log n) per launch, not O(n)
+        self._stops = RunningQuantile(quantile)  # from the request (or a report after it) to the exit
+        self._run_step_times = RunningQuantile(0.5)  # steps timed on one atom; grows with every report
+        self._own: dict[str, list[float]] = {}
+        self.longest_run = 0.0  # the longest a trial has run so far (T' of the paper's entrance rule)
+
+    def add_startup(self, seconds: float) -> None:
+        self._startups.add(seconds)
+
+    def add_stop(self, seconds: float) -> None:
+        self._stops.add(max(0.0, seconds))
+
+    def add_report(self, trial_id: str, run_time: float, atoms: int, step_time: float | None) -> None:
+        """A report of ``trial_id``, which has run ``run_time`` seconds and stepped in ``step_time``
+        seconds on ``atoms`` atoms (None: not timed)."""
+        self.longest_run = max(self.longest_run, run_time)
+        if step_time is None or atoms < 1:
+            return
+        if atoms == 1:
+            self._run_step_times.add(step_time)
+        recent = self._own.setdefault(trial_id, [])
+        recent.append(step_time * self._scaling.rate(atoms) / self._scaling.rate(1))
+        del recent[:-OWN_STEP_TIMES]
+
+    def forget(self, trial_id: str) -> None:
+        self._own.pop(trial_id, None)
+
+    def startup(self) -> float | None:
+        """A startup (or resize) at the quantile; None before any was measured."""
+        return self._startups.value()
+
+    def stop(self) -> float | None:
+        """A stop at the quantile; None before any was measured."""
+        return self._stops.value()
+
+    def run_step_time(self) -> float | None:
+        """The run's median step time on one atom; None before any step was timed on one atom."""
+        return self._run_step_times.value()
+
+    def own_step_time(self, trial_id: str) -> float | None:
+        """``trial_id``'s step time as on one atom: the median of its last measurements (None before any)."""
+        recent = self._own.get(trial_id)
+        return statistics.median(recent) if recent else None
+
+    def step_time(self, trial_id: str | None) -> float | None:
+        """A trial's step time as on one atom: its own where measured, else the run's median (None:
+        a trial started now; None before any step was timed)."""
+        own = self.own_step_time(trial_id) if trial_id is not None else None
+        return own or self.run_step_time()
