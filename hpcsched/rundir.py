@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcsched.errors import RunDirError
+from hpcsched.sim_layout import summary_path
 
 JOURNAL = "events.jsonl"
 TRIALS = "trials"
@@ -168,7 +169,9 @@ class RunDir:
         if not run.path.is_dir():
             raise RunDirError(f"{run.path}: no such run directory")
         if not run.journal.is_file():
-            raise RunDirError(f"{run.path}: not a run directory (no {JOURNAL})")
+            holds = (f"; it holds a simulation's output: 'hpcsched report {run.path}' summarises it"
+                     if summary_path(run.path).is_file() else "")
+            raise RunDirError(f"{run.path}: not a run directory (no {JOURNAL}){holds}")
         return run
 
     def check_private(self) -> None:

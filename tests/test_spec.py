@@ -108,7 +108,7 @@ def test_cli_simulate_bad_spec_exits_2_and_writes_nothing(tmp_path):
     assert "Traceback" not in proc.stderr and not out.exists()
 
 
-def test_cli_simulate_without_out_writes_under_runs_as_run_does(tmp_path):
+def test_cli_simulate_without_out_writes_under_runs_as_run_does_and_status_says_what_it_is(tmp_path):
     spec = tmp_path / "small.yaml"
     spec.write_text(textwrap.dedent("""
         name: small
@@ -123,6 +123,9 @@ def test_cli_simulate_without_out_writes_under_runs_as_run_does(tmp_path):
     written = list((tmp_path / "runs").glob("small-sim-*/summary.csv"))
     assert len(written) == 1 and len(written[0].read_text().splitlines()) == 2
     assert f"wrote {written[0].relative_to(tmp_path)} (1 run)" in proc.stdout
+    status = subprocess.run([sys.executable, "-m", "hpcsched", "status", str(written[0].parent)],
+                            capture_output=True, text=True, cwd=tmp_path)  # beside the runs, mistaken for one
+    assert status.returncode == 2 and "it holds a simulation's output: 'hpcsched report" in status.stderr
 
 
 def test_cli_unreadable_yaml_exits_2(tmp_path):
