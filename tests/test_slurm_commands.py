@@ -127,3 +127,17 @@ def test_a_one_process_trial_gets_no_torch_distributed_environment():
     assert env["HPCSCHED_WORLD_SIZE"] == "1" and env["PATH"] == "/bin"
     local = trial_environment(launch, world_size=1)
     assert not {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"} & set(local)
+
+
+def test_the_failed_tasks_are_read_from_what_srun_said():
+    from hpcsched.executors.launching import failed_tasks
+
+    # as srun 22.05 printed them on the local test cluster (--kill-on-bad-exit=1: it ends the others)
+    aborted = ["srun: error: node1: task 1: Aborted",
+               "srun: launch/slurm: _step_signal: Terminating StepId=30.0",
+               "slurmstepd-node1: error: *** STEP 30.0 ON node1 CANCELLED AT 2026-12-05T04:19:47 ***",
+               "srun: error: node1: task 0: Terminated", "srun: Force Terminated StepId=30.0"]
+    assert failed_tasks(aborted) == [1]
+    assert failed_tasks(["srun: error: node1: tasks 0-1: Exited with exit code 3"]) == [0, 1]
+    assert failed_tasks(["srun: error: node2: tasks 2,4-5: Killed"]) == [2, 4, 5]  # only ended by srun
+    assert failed_tasks(["srun: Job step aborted", "something else: task 3: Aborted"]) == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 import logging
 import math
 import os
@@ -465,29 +466,53 @@ def _tail(folder: Path, launch_id: str, codes: list[int | None], world_size: int
 
     With one process per rank (local), a rank that ended by another signal or exit code than the
     SIGKILL that ended its peers is the one that failed; with one srun for every task, srun's log
-    names the task, and every rank's log that has something to say is shown."""
+    names the tasks that failed ("srun: error: node1: task 1: Aborted")."""
+    paths = TrialPaths(folder.parent)
+    srun_log = _last_lines(paths.srun_log(launch_id), None)
     if len(codes) == world_size > 1:
         failed = [rank for rank, code in enumerate(codes) if code not in (None, 0)]
         first = [rank for rank in failed if codes[rank] != -signal.SIGKILL]
         ranks = first or failed or [0]
     else:
-        ranks = list(range(max(1, world_size)))
-    paths = TrialPaths(folder.parent)
+        ranks = failed_tasks(srun_log) or [0]
     text: list[str] = []
     for rank in ranks:
         said = _last_lines(paths.launch_log(launch_id, rank, "stderr"), lines)
         if said and world_size > 1:
             said = [f"rank {rank}:"] + said
         text += said
-    text += _last_lines(paths.srun_log(launch_id), lines)
+    text += srun_log[-lines:]
     return ("\n" + "\n".join(text)) if text else ""
 
 
-def _last_lines(path: Path, lines: int) -> list[str]:
+SRUN_TASK_ERROR = re.compile(r"^srun: error: [^:]+: tasks? ([\d,\-]+): (.*)$")
+ENDED_BY_SRUN = ("Terminated", "Killed")  # what srun says of the tasks it ended after another failed
+
+
+def failed_tasks(srun_lines: list[str]) -> list[int]:
+    """The task numbers srun reported as failed, in order; those that srun itself ended after another
+    task failed (--kill-on-bad-exit) only when no other task is named."""
+    named: list[tuple[int, bool]] = []
+    for line in srun_lines:
+        match = SRUN_TASK_ERROR.match(line.strip())
+        if match is None:
+            continue
+        ended_by_srun = match.group(2).strip() in ENDED_BY_SRUN
+        for part in match.group(1).split(","):
+            low, _, high = part.partition("-")
+            if low.isdigit() and (not high or high.isdigit()):
+                named += [(task, ended_by_srun) for task in range(int(low), int(high or low) + 1)]
+    first = [task for task, ended_by_srun in named if not ended_by_srun] or [task for task, _ in named]
+    return list(dict.fromkeys(first))
+
+
+def _last_lines(path: Path, lines: int | None) -> list[str]:
+    """The last ``lines`` lines of a text file (all with None; none when it cannot be read)."""
     try:
-        return path.read_text(errors="replace").strip().splitlines()[-lines:]
+        text = path.read_text(errors="replace").strip().splitlines()
     except OSError:
         return []
+    return text if lines is None else text[-lines:]
 
 
 def _pid_alive(pid: int) -> bool:
