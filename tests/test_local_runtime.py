@@ -174,8 +174,8 @@ os.kill(os.getpid(), signal.SIGUSR1)
 def test_a_trial_process_frees_what_its_trainable_left_before_it_exits(tmp_path):
     """What the trainable left in reference cycles is freed while the interpreter is whole: a
     DistributedDataParallel model's cycles kept its gloo process group alive until interpreter
-    shutdown, where 8 of 40 such exits aborted ("terminate called without an active exception"),
-    and a trial that checkpointed cleanly ended as errored."""
+    shutdown, where one rank aborted in 8 of 40 stops of a 2-process trial ("terminate called without
+    an active exception"), and a trial that checkpointed cleanly ended as errored."""
     script = f"""
 from pathlib import Path
 from hpcsched.trial import TrialLaunch, run_trial

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import errno
 import json
-import re
 import logging
 import math
 import os
+import re
 import shlex
 import signal
 import socket

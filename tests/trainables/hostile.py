@@ -94,11 +94,13 @@ def freezes(config, ctx):
 def rank_aborts(config, ctx):
     """Rank ``abort_rank`` of a several-process trial says why on stderr and aborts (SIGABRT, as a
     C++ library's uncaught exception does) at step ``abort_at``; the others train on."""
+    import resource
     import sys
 
     for step in ctx.steps():
         time.sleep(config.get("step_time", 0.05))
         if ctx.rank == config.get("abort_rank", 1) and step == config.get("abort_at", 3):
             print(f"terminate called: rank {ctx.rank} gave up at step {step}", file=sys.stderr, flush=True)
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file left in the working directory
             os.abort()
         ctx.report(step, 0.5 * step / ctx.max_steps, state={"step": step})
