@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcsched.errors import RunDirError
-from hpcsched.sim_layout import summary_path
+from hpcsched.sim_layout import is_simulation_output
 
 JOURNAL = "events.jsonl"
 TRIALS = "trials"
@@ -170,7 +170,7 @@ class RunDir:
             raise RunDirError(f"{run.path}: no such run directory")
         if not run.journal.is_file():
             holds = (f"; it holds a simulation's output: 'hpcsched report {run.path}' summarises it"
-                     if summary_path(run.path).is_file() else "")
+                     if is_simulation_output(run.path) else "")
             raise RunDirError(f"{run.path}: not a run directory (no {JOURNAL}){holds}")
         return run
 

@@ -28,6 +28,11 @@ def events_dir(out: Path) -> Path:
     return Path(out) / EVENTS
 
 
+def is_simulation_output(path: Path) -> bool:
+    """Whether ``path`` holds what ``hpcsched simulate`` writes (a summary or event journals)."""
+    return summary_path(path).is_file() or events_dir(path).is_dir()
+
+
 def journal_path(out: Path, cell: str, variant: str, seed: int) -> Path:
     """The journal of one simulated run."""
     return events_dir(out) / safe_name(cell) / safe_name(variant) / f"seed-{seed}.jsonl"

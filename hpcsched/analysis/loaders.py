@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from hpcsched.sim_layout import events_dir, summary_path
+from hpcsched.sim_layout import is_simulation_output
 from hpcsched.errors import RunDirError
 from hpcsched.mode import MODES, Mode
 from hpcsched.rundir import RunDir
@@ -75,7 +75,7 @@ def find_journal(path: str | Path) -> tuple[Path, Path | None]:
         if journal.is_file():
             return journal, path
         hint = ""
-        if summary_path(path).is_file() or events_dir(path).is_dir():
+        if is_simulation_output(path):
             hint = " (it looks like simulator output: use load_simulation)"
         raise RunDirError(f"{path}: not a run directory: no {journal.name}{hint}")
     if path.is_file():
