@@ -11,6 +11,7 @@ from itertools import combinations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from hpcsched.records import (ControllerResumed, ControllerStopped, Exited, Launched, Reported, RunExtended,
                               RunFinished, RunStarted, StopRequested, TrialCreated)
@@ -19,6 +20,7 @@ from tests.slurm_jobs import UNANSWERED, controller_log, job_state, sbatch, step
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
+HOSTILE = REPO / "tests" / "trainables" / "hostile.py"
 GPU_TOY = {"resources": {"atoms": "auto", "gpus_per_atom": 1, "cpus_per_atom": 1, "distributed": True}}
 
 
@@ -118,6 +120,32 @@ def test_scancel_of_one_step_errors_that_trial_and_the_run_goes_on(tmp_path):
     others = [r for r in recs if isinstance(r, Reported) and r.trial != "t0001" and r.t > exits[0].t]
     assert others, "no other trial made progress after the cancelled step"
     assert json.loads((run / "result.json").read_text())["best"] is not None
+
+
+def test_a_rank_that_aborts_in_a_distributed_step_errors_its_trial_with_that_ranks_log(tmp_path):
+    """One srun step of two tasks; task 1 aborts at step 3: the trial's error shows what rank 1 said
+    (srun names the task that failed), not rank 0's empty log, and the run ends with its best."""
+    spec = write_spec(tmp_path, deadline="45s", max_trials=1, trainable=f"{HOSTILE}:rank_aborts", **GPU_TOY,
+                      space={"abort_rank": 1, "abort_at": 3, "step_time": 0.3},
+                      scheduler={"kind": "asha", "r": 2, "R": 12, "eta": 2, "atoms_per_trial": 2},
+                      controller={"poll_interval": 0.2, "stop_margin": 5, "stop_grace": 15})
+    document = yaml.safe_load(spec.read_text())
+    del document["scheduler"]["resize_cooldown"]  # HyperSched's own key, in write_spec's defaults
+    spec.write_text(yaml.safe_dump(document))
+    run = tmp_path / "run"
+    job = sbatch(spec, run, "abort", "--time=5")
+    wait_job(job, timeout=300)
+    log = controller_log(run, "abort", job)
+    recs = records(run)
+    launched = [r for r in recs if isinstance(r, Launched)]
+    assert len(launched) == 1 and len(launched[0].atoms) == 2, (launched, log[-3000:])
+    exits = [r for r in recs if isinstance(r, Exited)]
+    assert [e.outcome for e in exits] == ["errored"], (exits, log[-3000:])
+    error = exits[0].error
+    assert "rank 1:\nterminate called: rank 1 gave up at step 3" in error, error
+    assert "rank 0:" not in error and "srun: error:" in error, error
+    assert json.loads((run / "result.json").read_text())["best"]["step"] == 2  # its last report before
+    assert no_trial_processes_left(run)
 
 
 def _six_trials(tmp_path: Path, deadline: str, R: int) -> Path:
