@@ -368,6 +368,34 @@ def test_gain_bounds_sum_the_largest_gains_up_to_R_and_cover_only_scores_a_gain_
     assert gains.covers(0, 0.3) and not gains.covers(0, 0.29) and not gains.covers(1, 0.59)
 
 
+def test_candidates_stand_by_the_highest_rung_reached_then_the_score_recorded_there():
+    from hpcsched.schedulers.candidates import NO_LEVEL, Candidates
+
+    recorded: list[dict[str, float]] = [{}, {}]  # what rungs 0 and 1 recorded, by trial
+    book = Candidates(2, lambda level: recorded[level])
+    assert book.track("a", 1, 0.2) == [] and book.level("a") == NO_LEVEL  # below the first rung: last score
+    book.track("b", 1, 0.3)
+    assert list(book.best_first()) == ["b", "a"]
+    recorded[0]["a"] = 0.25
+    assert book.track("a", 2, 0.25) == [0] and book.level("a") == 0
+    recorded[0]["b"] = 0.9
+    recorded[1]["b"] = 0.95  # b jumped both rungs in one report (steps skipped)
+    assert book.track("b", 4, 0.95) == [0, 1] and book.level("b") == 1 and book.steps("b") == 4
+    book.track("c", 1, 0.99)  # the best score, but no rung yet
+    assert list(book.best_first()) == ["b", "a", "c"]
+    assert book.standing("b") > book.standing("a") > book.standing("c")
+    recorded[0]["d"] = 0.5
+    book.track("d", 3, 0.1)  # same rung as a, a better score recorded there (whatever it reports since)
+    assert book.standing("d") > book.standing("a") and book.track("a", 3, 0.1) == []  # a stays filed at 0.25
+    assert book.standing("d") > book.standing("a")
+    book.note_score("a", 0.25)
+    book.note_score("a", 0.1)
+    assert book.best_score("a") == 0.25 and book.best_score("x") == -math.inf
+    book.drop("a")
+    assert "a" not in book.best_first() and book.level("a") == NO_LEVEL and book.steps("a") == 0
+    assert book.best_score("a") == -math.inf and book.standing("a") == (NO_LEVEL, -math.inf)
+
+
 def test_a_trial_that_could_not_beat_the_best_even_with_the_largest_gain_seen_is_paused():
     # rungs at 1 and 2 below R = 4; half kept at each (rung_trust fixed, eta 2)
     h = Harness(atoms=2, deadline=1000.0, kind="hypersched", r=1, R=4, eta=2, allocation="none",

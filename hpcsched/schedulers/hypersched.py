@@ -41,6 +41,7 @@ from hpcsched.records import EntranceClosed, Exited, Launched, Record, Reported,
 from hpcsched.schedulers.allocation import allowed_size, target_atoms, worth_resizing
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, DecisionSteps, PauseTrial, ResizeTrial,
                                            ResumeTrial, Situation, StartTrial, StopTrial, new_trials, rung_steps)
+from hpcsched.schedulers.candidates import NO_LEVEL, Candidates
 from hpcsched.schedulers.finish import Candidate, FinishPlan, finish_time, plan_finish
 from hpcsched.schedulers.gains import GainBounds
 from hpcsched.schedulers.pace import Pace
@@ -50,7 +51,6 @@ from hpcsched.schedulers.trust import RungTrust
 from hpcsched.spec import SchedulerSpec
 from hpcsched.state import TrialStatus, TrialView
 
-NO_LEVEL = -1  # a trial that has not reached the first rung
 CLOCK_EPSILON = 1e-6  # a timed wake lands this far past the moment a rule turns (float rounding)
 TRUST_FULL = 0.5  # rung trust from which a rung pauses as many as successive halving does
 NAMED_FINALISTS = 4  # a close reason names this many finalists at most
@@ -79,10 +79,7 @@ class HyperSched:
             self.bracket = TopFractionBracket(spec.r, spec.R, spec.eta, quantile, futile=self._cannot_win,
                                               by_standing=True)
         self._levels = levels
-        # finalist candidates (live or paused, not done), ranked per highest rung level reached
-        self._by_level = [Ranking() for _ in range(levels + 1)]  # index level + 1
-        self._level: dict[str, int] = {}
-        self._steps: dict[str, int] = {}
+        self.candidates = Candidates(levels, lambda level: self._rung(level).recorded)
         self.scaling = spec.scaling
         self.closed = False
         self._live: dict[str, int] = {}  # launching/running trials (not stopping) -> atoms
@@ -104,7 +101,6 @@ class HyperSched:
         self._caps: dict[int, int] = {}
         self._best = -math.inf  # best (normalised) score any trial reported
         self.gains = GainBounds(levels)  # "could it still win?": the largest gains seen from each rung
-        self._trial_best: dict[str, float] = {}  # each trial's best (normalised) score so far
         self._seat_for: dict[str, str] = {}  # paused finalist -> the live trial paused to make room for it
         self._yielded: set[str] = set()  # live trials paused so that a finalist could grow (still stopping)
 
@@ -158,7 +154,7 @@ class HyperSched:
             self.pace.add_report(record.trial, trial.run_time, trial.atoms, trial.step_time)
         score = self.sign * record.score
         self._best = max(self._best, score)
-        self._trial_best[record.trial] = max(score, self._trial_best.get(record.trial, -math.inf))
+        self.candidates.note_score(record.trial, score)
         if record.trial not in self._live:
             if record.trial in self._stopping and record.step < self.spec.R:
                 # reported while stopping (for a resize, say): its rung scores count now, so the
@@ -199,24 +195,13 @@ class HyperSched:
 
     def _track_level(self, trial_id: str, step: int, score: float) -> None:
         """File the trial among the candidates by the highest rung it recorded; learn rung pairs."""
-        self._steps[trial_id] = max(step, self._steps.get(trial_id, 0))
-        before = self._level.get(trial_id, NO_LEVEL)
-        level = before
-        for higher in range(before + 1, self._levels):  # a trial may jump rungs (steps skipped)
-            recorded = self._rung(higher).recorded.get(trial_id)
-            if recorded is not None:
-                if higher >= 1:
-                    self._learn_link(trial_id, higher - 1, recorded)
-                    lower = self._rung(higher - 1).recorded.get(trial_id)
-                    if lower is not None:
-                        self.gains.note(higher - 1, lower, recorded - lower)
-                level = higher
-        if level != before:
-            self._by_level[before + 1].discard(trial_id)
-            self._level[trial_id] = level
-        key = score if level == NO_LEVEL else self._rung(level).recorded[trial_id]
-        if level != before or level == NO_LEVEL or trial_id not in self._by_level[level + 1]:
-            self._by_level[level + 1].set(trial_id, key)
+        for higher in self.candidates.track(trial_id, step, score):
+            if higher >= 1:
+                recorded = self._rung(higher).recorded[trial_id]
+                self._learn_link(trial_id, higher - 1, recorded)
+                lower = self._rung(higher - 1).recorded.get(trial_id)
+                if lower is not None:
+                    self.gains.note(higher - 1, lower, recorded - lower)
 
     def _learn_final(self, trial_id: str, score: float) -> None:
         """A trial reached R: pair its score with the one it recorded at the top rung."""
@@ -224,7 +209,7 @@ class HyperSched:
             self._learn_link(trial_id, self._levels - 1, score)
             top = self._rung(self._levels - 1).recorded.get(trial_id)
             if top is not None:
-                self.gains.note(self._levels - 1, top, self._trial_best.get(trial_id, score) - top)
+                self.gains.note(self._levels - 1, top, self.candidates.best_score(trial_id) - top)
 
     def _cannot_win(self, rung: Rung, score: float) -> bool:
         """Whether a trial that recorded ``score`` at ``rung`` could not beat the best score so far even
@@ -241,18 +226,8 @@ class HyperSched:
             self.trust.add_pair(level, 1.0 - rung.rank(lower) / (len(rung) - 1), upper)
 
     def _drop_candidate(self, trial_id: str) -> None:
-        self._trial_best.pop(trial_id, None)
-        level = self._level.pop(trial_id, NO_LEVEL)
-        self._by_level[level + 1].discard(trial_id)
-        self._steps.pop(trial_id, None)
+        self.candidates.drop(trial_id)
         self.pace.forget(trial_id)
-
-    def candidates_best_first(self):
-        """Trials that could still be trained to R, best first: highest rung reached, then the
-        score recorded there (trials below the first rung by their last score)."""
-        for ranking in reversed(self._by_level):
-            for trial_id, _ in ranking.best_first():
-                yield trial_id
 
     def _forget_live(self, trial_id: str) -> None:
         self._live_atoms -= self._live.pop(trial_id, 0)
@@ -378,7 +353,7 @@ class HyperSched:
             return None
         cap = 1 if self.spec.allocation == "none" else self._cap(situation.total_atoms)  # finalists never grow
         ranked: list[Candidate] = []
-        for trial_id in self.candidates_best_first():
+        for trial_id in self.candidates.best_first():
             if len(ranked) >= situation.total_atoms:
                 break
             ranked.append(self._candidate(trial_id))
@@ -397,7 +372,7 @@ class HyperSched:
         candidate (all atoms when it has reached no rung); the other atoms go on exploring."""
         if not ranked or ranked[0].trial_id is None or self.spec.rung_trust != "learned":
             return 1.0
-        level = self._level.get(ranked[0].trial_id, NO_LEVEL)
+        level = self.candidates.level(ranked[0].trial_id)
         trust = 0.0 if level == NO_LEVEL else self.trust.trust(level)
         return max(1e-9, 1.0 - trust)
 
@@ -488,7 +463,7 @@ class HyperSched:
         if plan is not None and len(plan.finalists) < situation.total_atoms // plan.atoms_each and not futile:
             return free - spare + self._explore(situation, spare, out, make_room=False)  # the rest explore
         used = 0
-        for trial_id in self.candidates_best_first():
+        for trial_id in self.candidates.best_first():
             if used >= spare:
                 break
             if trial_id in self._live or trial_id in leaving or trial_id in paused_finalists \
@@ -544,7 +519,7 @@ class HyperSched:
                 continue
             if not self._hopeless(trial_id, atoms, situation):
                 continue
-            if worst is None or self._ranking_key(trial_id) < self._ranking_key(worst):
+            if worst is None or self._standing(trial_id)[1] < self._standing(worst)[1]:  # rank in its own rung
                 worst = trial_id
         return worst
 
@@ -555,10 +530,10 @@ class HyperSched:
         less training: it may be the better run), and does not reach R by the deadline on its atoms
         (None if none)."""
         above = self._standing(finalist)
-        finalist_best = self._trial_best.get(finalist, -math.inf)
+        finalist_best = self.candidates.best_score(finalist)
         below = [t for t, atoms in self._live.items()
                  if t not in finalists and t not in leaving and t not in self._grown
-                 and self._standing(t) < above and self._trial_best.get(t, -math.inf) < finalist_best
+                 and self._standing(t) < above and self.candidates.best_score(t) < finalist_best
                  and not self._reaches_R(t, atoms, situation)]
         return min(below, key=self._standing, default=None)
 
@@ -568,9 +543,9 @@ class HyperSched:
         seen from its rung, or, below the first rung, as a new trial could not (``_none_won_below``)."""
         if self._reaches_R(trial_id, atoms, situation):
             return False
-        level = self._level.get(trial_id, NO_LEVEL)
+        level = self.candidates.level(trial_id)
         if level != NO_LEVEL:
-            return self.gains.beyond_reach(level, self._trial_best.get(trial_id, -math.inf), self._best)
+            return self.gains.beyond_reach(level, self.candidates.best_score(trial_id), self._best)
         return self._unlikely_to_win(trial_id, atoms, situation)
 
     def _cooldown_left(self, trial_id: str) -> int:
@@ -578,7 +553,7 @@ class HyperSched:
         return max(0, self.spec.resize_cooldown - self._since_launch.get(trial_id, 0))
 
     def _candidate(self, trial_id: str) -> Candidate:
-        return Candidate(trial_id, self._steps.get(trial_id, 0), self._live.get(trial_id, 0),
+        return Candidate(trial_id, self.candidates.steps(trial_id), self._live.get(trial_id, 0),
                          self.pace.own_step_time(trial_id))
 
     def _reaches_R(self, trial_id: str, atoms: int, situation: Situation) -> bool:
@@ -602,7 +577,7 @@ class HyperSched:
             return False
         holds = self._live.get(trial_id, 0) if trial_id is not None else 0
         restart = 0.0 if holds == atoms else self.startup_estimate
-        reach = (self._steps.get(trial_id, 0) if trial_id is not None else 0) + \
+        reach = (self.candidates.steps(trial_id) if trial_id is not None else 0) + \
             max(0.0, situation.time_left - restart) * self.scaling.rate(atoms) / step_time
         return self._none_won_below(reach)
 
@@ -623,16 +598,16 @@ class HyperSched:
         if the finalist reached a higher rung than it, or the same rung and that rung is trusted;
         not one that has already reported above the finalist's score at that rung and reaches R
         on its atoms (a better run that will be trained to R: pausing it would only throw it away)."""
-        level = self._level.get(finalist, NO_LEVEL)
+        level = self.candidates.level(finalist)
         standing = self._rung(level).recorded.get(finalist) if level != NO_LEVEL else None
         worst = None
         for trial_id in self._live:
             if trial_id in finalists or trial_id in leaving or trial_id in self._grown:
                 continue
-            other = self._level.get(trial_id, NO_LEVEL)
+            other = self.candidates.level(trial_id)
             if other > level or (other == level and (level == NO_LEVEL or self.trust.trust(level) < TRUST_FULL)):
                 continue
-            if standing is not None and self._trial_best.get(trial_id, -math.inf) >= standing \
+            if standing is not None and self.candidates.best_score(trial_id) >= standing \
                     and self._reaches_R(trial_id, self._live[trial_id], situation):
                 continue
             if worst is None or self._standing(trial_id) < self._standing(worst):
@@ -640,13 +615,7 @@ class HyperSched:
         return worst
 
     def _standing(self, trial_id: str) -> tuple[int, float]:
-        """How high ``trial_id`` stands among the candidates: its highest rung level, then its rank there."""
-        return self._level.get(trial_id, NO_LEVEL), self._ranking_key(trial_id)
-
-    def _ranking_key(self, trial_id: str) -> float:
-        level = self._level.get(trial_id, NO_LEVEL)
-        ranking = self._by_level[level + 1]
-        return -ranking.rank(trial_id) if trial_id in ranking else -math.inf
+        return self.candidates.standing(trial_id)
 
     def _resume_idle(self, free: int, out: list[Decision]) -> None:
         """Nothing runs, nothing may start: rather than end early, resume the best paused trials.
