@@ -563,6 +563,21 @@ def test_after_close_a_trial_that_can_neither_finish_nor_win_gives_its_atom_to_a
     assert h.decide() == []  # one such pause at a time; the freed atom waits for f's growth
 
 
+def test_of_the_live_trials_that_can_neither_finish_nor_win_the_one_standing_lowest_yields():
+    # q passed rung 2 (level 1), second there; s passed only rung 1 (level 0), first there: s stands lower
+    h = Harness(atoms=3, deadline=1000.0, kind="hypersched", r=1, R=4, eta=2, allocation="none",
+                rung_trust="fixed")
+    for name in ("p", "q", "s"):
+        h.start(name)
+    for name, scores in (("p", (0.9, 0.95)), ("q", (0.8, 0.5)), ("s", (0.85,))):
+        for step, score in enumerate(scores, start=1):
+            h.report(name, step, score)
+    scheduler = h.scheduler
+    assert scheduler.candidates.level("q") == 1 and scheduler.candidates.level("s") == 0
+    scheduler._hopeless = lambda trial_id, atoms, situation: trial_id in ("q", "s")
+    assert scheduler._hopeless_live(h.situation(), finalists=set(), leaving=set()) == "s"
+
+
 def test_after_close_no_atom_goes_to_a_paused_trial_that_can_neither_finish_nor_win():
     h = _endgame("none")
     assert h.decide() == []  # no growth to give an atom to: h trains on

@@ -511,7 +511,7 @@ class HyperSched:
             return
 
     def _hopeless_live(self, situation: Situation, finalists: set[str], leaving: set[str]) -> str | None:
-        """The lowest-ranked live non-finalist that cannot reach R by the deadline on its atoms and
+        """The lowest-standing live non-finalist that cannot reach R by the deadline on its atoms and
         cannot beat the best score even with the largest gains seen from its rung (None if none)."""
         worst = None
         for trial_id, atoms in self._live.items():
@@ -519,7 +519,7 @@ class HyperSched:
                 continue
             if not self._hopeless(trial_id, atoms, situation):
                 continue
-            if worst is None or self._standing(trial_id)[1] < self._standing(worst)[1]:  # rank in its own rung
+            if worst is None or self._standing(trial_id) < self._standing(worst):
                 worst = trial_id
         return worst
 
