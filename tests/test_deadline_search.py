@@ -368,6 +368,28 @@ def test_gain_bounds_sum_the_largest_gains_up_to_R_and_cover_only_scores_a_gain_
     assert gains.covers(0, 0.3) and not gains.covers(0, 0.29) and not gains.covers(1, 0.59)
 
 
+def test_live_trials_follow_launches_stop_requests_and_exits():
+    from hpcsched.schedulers.live import LiveTrials
+
+    live = LiveTrials()
+    live.launched("a", 2, None)
+    live.launched("b", 1, 0.4)
+    assert live.atoms == {"a": 2, "b": 1} and live.total_atoms == 3 and live.grown == {"a"}
+    assert live.ranking.best() == "b"  # a has no score yet
+    live.scored("a", 0.7, 1)
+    assert live.ranking.best() == "a" and live.since_launch["a"] == 1
+    live.stop_requested("a", 10.0, resize=True, shrink=True)  # a relaunch at a smaller size frees nothing
+    assert "a" not in live.atoms and live.total_atoms == 1 and live.shrinking == {"a"} and live.freeing == {}
+    live.reported_at("a", 12.0)  # the step in progress when asked was trained: its stop counts from then
+    assert live.exited("a") == 12.0 and live.shrinking == set() and live.stopping == {}
+    live.launched("a", 1, 0.7)
+    live.stop_requested("b", 20.0, resize=False, shrink=False)  # a pause frees b's atom when it exits
+    assert live.freeing == {"b": 1} and live.stopping == {"b": 20.0} and live.atoms == {"a": 1}
+    live.stop_requested("b", 25.0, resize=False, shrink=False)  # asked again: the first request counts
+    assert live.freeing == {"b": 1} and live.exited("b") == 20.0 and live.freeing == {} and live.exited("c") is None
+    assert live.grown == set() and live.total_atoms == 1
+
+
 def test_candidates_stand_by_the_highest_rung_reached_then_the_score_recorded_there():
     from hpcsched.schedulers.candidates import NO_LEVEL, Candidates
 

@@ -44,9 +44,9 @@ from hpcsched.schedulers.decisions import (CloseEntrance, Decision, DecisionStep
 from hpcsched.schedulers.candidates import NO_LEVEL, Candidates
 from hpcsched.schedulers.finish import Candidate, FinishPlan, finish_time, plan_finish
 from hpcsched.schedulers.gains import GainBounds
+from hpcsched.schedulers.live import LiveTrials
 from hpcsched.schedulers.pace import Pace
 from hpcsched.schedulers.rungs import Rung, SpeculativeBracket, TopFractionBracket, milestones
-from hpcsched.schedulers.sorted_scores import Ranking
 from hpcsched.schedulers.trust import RungTrust
 from hpcsched.spec import SchedulerSpec
 from hpcsched.state import TrialStatus, TrialView
@@ -82,18 +82,10 @@ class HyperSched:
         self.candidates = Candidates(levels, lambda level: self._rung(level).recorded)
         self.scaling = spec.scaling
         self.closed = False
-        self._live: dict[str, int] = {}  # launching/running trials (not stopping) -> atoms
-        self._live_atoms = 0
-        self._grown: set[str] = set()  # live trials holding more than one atom
-        self._ranking = Ranking()  # live trials by last score
+        self.live = LiveTrials()  # the trials that hold atoms, and those asked to stop
         self._verdicts: dict[str, PauseTrial | StopTrial] = {}  # on a trial's own report
         self._pause_rung: dict[str, Rung] = {}
-        self._since_launch: dict[str, int] = {}  # live trials -> reports since their launch
         self._reported: dict[str, None] = {}  # live trials that reported since the last decide, in order
-        self._shrinking: set[str] = set()
-        # asked to stop, not exited yet -> when it was asked, or its last report since (training)
-        self._stopping: dict[str, float] = {}
-        self._freeing: dict[str, int] = {}  # asked to pause or stop (not to resize), not exited yet -> atoms
         self._finalists: set[str] = set()  # after the entrance closed: trials the plan trains to R
         self._share = 1.0  # finalists per atom's worth, fixed when the entrance closes
         self._idle_resumed: set[str] = set()  # resumed only because nothing else could use the atoms
@@ -112,32 +104,21 @@ class HyperSched:
         elif isinstance(record, Running):
             self.pace.add_startup(record.startup)
         elif isinstance(record, Launched):
-            self._live[record.trial] = len(record.atoms)
-            self._live_atoms += len(record.atoms)
-            self._since_launch[record.trial] = 0
-            self._set_grown(record.trial, len(record.atoms))
-            self._shrinking.discard(record.trial)
-            if trial is not None and trial.last_score is not None:
-                self._ranking.set(record.trial, self.sign * trial.last_score)
-            else:
-                self._ranking.set(record.trial, -math.inf)
+            last = trial.last_score if trial is not None else None
+            self.live.launched(record.trial, len(record.atoms), self.sign * last if last is not None else None)
             self.bracket.unpause(record.trial)
         elif isinstance(record, StopRequested):
-            if record.intent != StopIntent.RESIZE:
-                self._freeing[record.trial] = self._live.get(record.trial, 0)
-            self._forget_live(record.trial)
-            self._stopping.setdefault(record.trial, record.t)
-            if record.intent != StopIntent.RESIZE:  # a resized trial keeps its idle-time exemption
+            resize = record.intent == StopIntent.RESIZE
+            self.live.stop_requested(record.trial, record.t, resize,
+                                     shrink=resize and record.atoms < (trial.atoms if trial else 0))
+            self._forget_verdicts(record.trial)
+            if not resize:  # a resized trial keeps its idle-time exemption
                 self._idle_resumed.discard(record.trial)
-            if record.intent == StopIntent.RESIZE and record.atoms < (trial.atoms if trial else 0):
-                self._shrinking.add(record.trial)
         elif isinstance(record, Exited):
-            self._forget_live(record.trial)
-            self._freeing.pop(record.trial, None)
-            asked = self._stopping.pop(record.trial, None)
+            asked = self.live.exited(record.trial)
+            self._forget_verdicts(record.trial)
             if asked is not None:
                 self.pace.add_stop(record.t - asked)
-            self._shrinking.discard(record.trial)
             rung = self._pause_rung.pop(record.trial, None)
             if rung is not None and trial is not None and trial.status == TrialStatus.PAUSED \
                     and (self.spec.backfill or not self.closed or self._finishing):
@@ -148,22 +129,20 @@ class HyperSched:
             self.closed = True
 
     def _on_report(self, record: Reported, trial: TrialView | None) -> None:
-        if record.trial in self._stopping:  # the step in progress when it was asked: trained, not lost
-            self._stopping[record.trial] = max(self._stopping[record.trial], record.t)
+        self.live.reported_at(record.trial, record.t)
         if trial is not None:
             self.pace.add_report(record.trial, trial.run_time, trial.atoms, trial.step_time)
         score = self.sign * record.score
         self._best = max(self._best, score)
         self.candidates.note_score(record.trial, score)
-        if record.trial not in self._live:
-            if record.trial in self._stopping and record.step < self.spec.R:
+        if record.trial not in self.live.atoms:
+            if record.trial in self.live.stopping and record.step < self.spec.R:
                 # reported while stopping (for a resize, say): its rung scores count now, so the
                 # relaunched trial is not judged late, past the step, at a rung it has passed
                 self.bracket.evaluate(record.trial, record.step, score)
                 self._track_level(record.trial, record.step, score)
             return
-        self._ranking.set(record.trial, score)
-        self._since_launch[record.trial] = trial.reports_since_launch if trial else 0
+        self.live.scored(record.trial, score, trial.reports_since_launch if trial else 0)
         self._pause_rung.pop(record.trial, None)  # an earlier rung verdict that was withdrawn (see _finish)
         if record.step >= self.spec.R:
             self._learn_final(record.trial, score)
@@ -229,19 +208,10 @@ class HyperSched:
         self.candidates.drop(trial_id)
         self.pace.forget(trial_id)
 
-    def _forget_live(self, trial_id: str) -> None:
-        self._live_atoms -= self._live.pop(trial_id, 0)
-        self._since_launch.pop(trial_id, None)
-        self._grown.discard(trial_id)
-        self._ranking.discard(trial_id)
+    def _forget_verdicts(self, trial_id: str) -> None:
+        """``trial_id`` is no longer live: no verdict on it, and no growth for its reports."""
         self._verdicts.pop(trial_id, None)
         self._reported.pop(trial_id, None)
-
-    def _set_grown(self, trial_id: str, atoms: int) -> None:
-        if atoms > 1:
-            self._grown.add(trial_id)
-        else:
-            self._grown.discard(trial_id)
 
     # ------------------------------------------------------------ estimates
 
@@ -387,7 +357,7 @@ class HyperSched:
     def decide(self, situation: Situation) -> list[Decision]:
         for verdict in self._verdicts.values():  # leaving now: not candidates for growth or shrinking
             self._reported.pop(verdict.trial_id, None)
-            self._grown.discard(verdict.trial_id)
+            self.live.grown.discard(verdict.trial_id)
         out: list[Decision] = list(self._verdicts.values())
         self._verdicts.clear()
         free = situation.free_atoms
@@ -408,7 +378,7 @@ class HyperSched:
                 free -= spare - self._explore(situation, spare, out, make_room=False)
         if self.spec.allocation != "none" and free > 0:
             self._grow(situation, free, out)
-        if free > 0 and not self._live and not out and (self.spec.backfill or not self.closed) \
+        if free > 0 and not self.live.atoms and not out and (self.spec.backfill or not self.closed) \
                 and situation.time_left > self._first_report_in():
             self._resume_idle(free, out)
         self._reported.clear()
@@ -425,14 +395,14 @@ class HyperSched:
             out.remove(pause)
             del self._pause_rung[pause.trial_id]
         leaving = {d.trial_id for d in out if isinstance(d, (PauseTrial, StopTrial))}
-        paused_finalists = [t for t in (plan.ids if plan else ()) if t not in self._live and t not in leaving
-                            and t not in self._stopping]
+        paused_finalists = [t for t in (plan.ids if plan else ()) if t not in self.live.atoms and t not in leaving
+                            and t not in self.live.stopping]
         atoms_each = plan.atoms_each if plan is not None else 1
         # a victim still stopping is its finalist's seat: one victim per finalist
-        self._seat_for = {f: v for f, v in self._seat_for.items() if v in self._stopping and f in paused_finalists}
+        self._seat_for = {f: v for f, v in self._seat_for.items() if v in self.live.stopping and f in paused_finalists}
         # atoms that trials leaving anyway (at R, at a rung) are about to free: seats without a victim
-        coming = sum(self._live.get(t, 0) for t in leaving) + sum(
-            atoms for t, atoms in self._freeing.items()
+        coming = sum(self.live.atoms.get(t, 0) for t in leaving) + sum(
+            atoms for t, atoms in self.live.freeing.items()
             if t not in self._yielded and t not in self._seat_for.values())
         for trial_id in paused_finalists:
             if free >= 1:  # on the plan's allocation where the atoms are free: no resize later
@@ -466,8 +436,8 @@ class HyperSched:
         for trial_id in self.candidates.best_first():
             if used >= spare:
                 break
-            if trial_id in self._live or trial_id in leaving or trial_id in paused_finalists \
-                    or trial_id in self._stopping or self._hopeless(trial_id, 1, situation):
+            if trial_id in self.live.atoms or trial_id in leaving or trial_id in paused_finalists \
+                    or trial_id in self.live.stopping or self._hopeless(trial_id, 1, situation):
                 continue
             self.bracket.unpause(trial_id)
             out.append(ResumeTrial(trial_id, 1))
@@ -487,15 +457,16 @@ class HyperSched:
         nor beat the best score (with the largest gains seen); else, when growing makes the
         finalist reach R, one that ranks below it and does not reach R on its atoms (the plan wants
         the finalist trained to R, a partial run below it is worth less). One such pause at a time."""
-        self._yielded = {t for t in self._yielded if t in self._stopping}
+        self._yielded = {t for t in self._yielded if t in self.live.stopping}
         if self._yielded:
             return
         cap = self._cap(situation.total_atoms)
-        growing = [t for t in finalists if t in self._live and t not in leaving and self._live[t] < cap
+        growing = [t for t in finalists if t in self.live.atoms and t not in leaving and self.live.atoms[t] < cap
                    and self._cooldown_left(t) == 0  # else the atoms would idle
-                   and not self._reaches_R(t, self._live[t], situation)]
-        for finalist in sorted(growing, key=lambda t: self._ranking.rank(t) if t in self._ranking else math.inf):
-            current = self._live[finalist]
+                   and not self._reaches_R(t, self.live.atoms[t], situation)]
+        ranking = self.live.ranking
+        for finalist in sorted(growing, key=lambda t: ranking.rank(t) if t in ranking else math.inf):
+            current = self.live.atoms[finalist]
             new = allowed_size(current + 1, self.spec.allocation_grid)
             if new <= current or not worth_resizing(self.scaling, current, new, situation.time_left,
                                                      self.resize_overhead, self.spec.resize_margin):
@@ -514,8 +485,8 @@ class HyperSched:
         """The lowest-standing live non-finalist that cannot reach R by the deadline on its atoms and
         cannot beat the best score even with the largest gains seen from its rung (None if none)."""
         worst = None
-        for trial_id, atoms in self._live.items():
-            if trial_id in finalists or trial_id in leaving or trial_id in self._grown:
+        for trial_id, atoms in self.live.atoms.items():
+            if trial_id in finalists or trial_id in leaving or trial_id in self.live.grown:
                 continue
             if not self._hopeless(trial_id, atoms, situation):
                 continue
@@ -531,8 +502,8 @@ class HyperSched:
         (None if none)."""
         above = self._standing(finalist)
         finalist_best = self.candidates.best_score(finalist)
-        below = [t for t, atoms in self._live.items()
-                 if t not in finalists and t not in leaving and t not in self._grown
+        below = [t for t, atoms in self.live.atoms.items()
+                 if t not in finalists and t not in leaving and t not in self.live.grown
                  and self._standing(t) < above and self.candidates.best_score(t) < finalist_best
                  and not self._reaches_R(t, atoms, situation)]
         return min(below, key=self._standing, default=None)
@@ -550,10 +521,10 @@ class HyperSched:
 
     def _cooldown_left(self, trial_id: str) -> int:
         """Reports ``trial_id``'s resize cooldown still wants before it may grow (0 once past it)."""
-        return max(0, self.spec.resize_cooldown - self._since_launch.get(trial_id, 0))
+        return max(0, self.spec.resize_cooldown - self.live.since_launch.get(trial_id, 0))
 
     def _candidate(self, trial_id: str) -> Candidate:
-        return Candidate(trial_id, self.candidates.steps(trial_id), self._live.get(trial_id, 0),
+        return Candidate(trial_id, self.candidates.steps(trial_id), self.live.atoms.get(trial_id, 0),
                          self.pace.own_step_time(trial_id))
 
     def _reaches_R(self, trial_id: str, atoms: int, situation: Situation) -> bool:
@@ -575,7 +546,7 @@ class HyperSched:
         step_time = self.pace.step_time(trial_id)
         if step_time is None or step_time <= 0 or not math.isfinite(self._best):
             return False
-        holds = self._live.get(trial_id, 0) if trial_id is not None else 0
+        holds = self.live.atoms.get(trial_id, 0) if trial_id is not None else 0
         restart = 0.0 if holds == atoms else self.startup_estimate
         reach = (self.candidates.steps(trial_id) if trial_id is not None else 0) + \
             max(0.0, situation.time_left - restart) * self.scaling.rate(atoms) / step_time
@@ -601,14 +572,14 @@ class HyperSched:
         level = self.candidates.level(finalist)
         standing = self._rung(level).recorded.get(finalist) if level != NO_LEVEL else None
         worst = None
-        for trial_id in self._live:
-            if trial_id in finalists or trial_id in leaving or trial_id in self._grown:
+        for trial_id in self.live.atoms:
+            if trial_id in finalists or trial_id in leaving or trial_id in self.live.grown:
                 continue
             other = self.candidates.level(trial_id)
             if other > level or (other == level and (level == NO_LEVEL or self.trust.trust(level) < TRUST_FULL)):
                 continue
             if standing is not None and self.candidates.best_score(trial_id) >= standing \
-                    and self._reaches_R(trial_id, self._live[trial_id], situation):
+                    and self._reaches_R(trial_id, self.live.atoms[trial_id], situation):
                 continue
             if worst is None or self._standing(trial_id) < self._standing(worst):
                 worst = trial_id
@@ -634,7 +605,7 @@ class HyperSched:
         """Atoms the live trials would still take under the allocation policy (0 without one, or
         while no live trial's growth, from when its resize cooldown ends, passes the overhead-aware
         test before it reaches R or the deadline: held back, they would idle)."""
-        live = len(self._live)
+        live = len(self.live.atoms)
         if self.spec.allocation == "none" or not live:
             return 0
         total = situation.total_atoms
@@ -644,13 +615,13 @@ class HyperSched:
                                                   self._growth_horizon(t, atoms, situation)
                                                   - self._until_may_grow(t, atoms), overhead,
                                                   self.spec.resize_margin)
-                   for t, atoms in self._live.items()):
+                   for t, atoms in self.live.atoms.items()):
             return 0
         if self.spec.allocation == "uniform":
             wanted = min(total, live * cap)
         else:
             wanted = min(total, live - 1 + cap)
-        return max(0, wanted - self._live_atoms)
+        return max(0, wanted - self.live.total_atoms)
 
     def _explore(self, situation: Situation, free: int, out: list[Decision], make_room: bool = True) -> int:
         """Promote the best promotable trials, else start new ones, one atom each; return atoms left."""
@@ -674,13 +645,13 @@ class HyperSched:
 
     def _make_room(self, situation: Situation, out: list[Decision]) -> None:
         """Shrink the largest grown trial by one allocation step (one shrink at a time)."""
-        if self._shrinking or not self._grown:
+        if self.live.shrinking or not self.live.grown:
             return
-        victim = max(self._grown, key=lambda t: (self._live[t], self._ranking.rank(t)))
-        current = self._live[victim]
+        victim = max(self.live.grown, key=lambda t: (self.live.atoms[t], self.live.ranking.rank(t)))
+        current = self.live.atoms[victim]
         smaller = allowed_size(current - 1, self.spec.allocation_grid)
         out.append(ResizeTrial(victim, max(1, smaller), "make room for exploration"))
-        self._shrinking.add(victim)
+        self.live.shrinking.add(victim)
 
     def _cap(self, total: int) -> int:
         """Most atoms one trial may hold: the spec's limit, and no more than the belief finds useful."""
@@ -709,7 +680,7 @@ class HyperSched:
         return wait * step_time / self.scaling.rate(atoms)
 
     def _grow(self, situation: Situation, free: int, out: list[Decision]) -> None:
-        live = len(self._live)
+        live = len(self.live.atoms)
         if not live or not self._reported:
             return
         cap = self._cap(situation.total_atoms)
@@ -717,10 +688,10 @@ class HyperSched:
         for trial_id in self._reported:
             if free <= 0:
                 return
-            if trial_id not in self._live or self._cooldown_left(trial_id) > 0:
+            if trial_id not in self.live.atoms or self._cooldown_left(trial_id) > 0:
                 continue
-            current = self._live[trial_id]
-            target = target_atoms(self.spec.allocation, self._ranking.rank(trial_id), live,
+            current = self.live.atoms[trial_id]
+            target = target_atoms(self.spec.allocation, self.live.ranking.rank(trial_id), live,
                                   situation.total_atoms, cap)
             new = allowed_size(min(target, current + free), self.spec.allocation_grid)
             if new <= current:

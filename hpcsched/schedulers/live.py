@@ -1,0 +1,78 @@
+"""The trials that hold atoms, as a policy sees them from the journal's records.
+
+A trial is *live* from its launch until it is asked to stop (to pause, to stop, or to relaunch at
+another size); from that request until it exits it is *stopping*: its atoms are not yet free, and
+the time from the request (or from its last report after it: the step in progress was trained) to
+the exit is what a stop costs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hpcsched.schedulers.sorted_scores import Ranking
+
+
+class LiveTrials:
+    """Live trials with the atoms each holds (``atoms``; ``total_atoms`` in all), ranked by their last
+    (normalised) score, with the reports each made since its launch; those holding more than one atom
+    (``grown``) and those asked to shrink (``shrinking``); the trials asked to stop that have not
+    exited (``stopping``: when asked, or last reported since), and of those asked to pause or stop
+    (not to resize) the atoms they will free (``freeing``)."""
+
+    def __init__(self) -> None:
+        self.atoms: dict[str, int] = {}
+        self.total_atoms = 0
+        self.ranking = Ranking()
+        self.since_launch: dict[str, int] = {}
+        self.grown: set[str] = set()
+        self.shrinking: set[str] = set()
+        self.stopping: dict[str, float] = {}
+        self.freeing: dict[str, int] = {}
+
+    def launched(self, trial_id: str, atoms: int, score: float | None) -> None:
+        """``trial_id`` was launched on ``atoms`` atoms (``score``: its last, normalised; None if none)."""
+        self.atoms[trial_id] = atoms
+        self.total_atoms += atoms
+        self.since_launch[trial_id] = 0
+        if atoms > 1:
+            self.grown.add(trial_id)
+        else:
+            self.grown.discard(trial_id)
+        self.shrinking.discard(trial_id)
+        self.ranking.set(trial_id, score if score is not None else -math.inf)
+
+    def scored(self, trial_id: str, score: float, reports_since_launch: int) -> None:
+        """A live trial reported a (normalised) ``score``."""
+        self.ranking.set(trial_id, score)
+        self.since_launch[trial_id] = reports_since_launch
+
+    def reported_at(self, trial_id: str, t: float) -> None:
+        """Any trial reported at time ``t``: for one asked to stop, the step in progress when it was
+        asked was trained, not lost, so its stop counts from then."""
+        if trial_id in self.stopping:
+            self.stopping[trial_id] = max(self.stopping[trial_id], t)
+
+    def stop_requested(self, trial_id: str, t: float, resize: bool, shrink: bool) -> None:
+        """``trial_id`` was asked at ``t`` to stop: to relaunch at another size (``resize``; ``shrink``
+        when smaller), or to pause or stop (its atoms come free when it exits)."""
+        if not resize:  # asked again while stopping: the atoms it held when first asked
+            self.freeing.setdefault(trial_id, self.atoms.get(trial_id, 0))
+        self.forget(trial_id)
+        self.stopping.setdefault(trial_id, t)
+        if shrink:
+            self.shrinking.add(trial_id)
+
+    def exited(self, trial_id: str) -> float | None:
+        """``trial_id``'s process exited; return when it was asked to stop (None: it was not)."""
+        self.forget(trial_id)
+        self.freeing.pop(trial_id, None)
+        self.shrinking.discard(trial_id)
+        return self.stopping.pop(trial_id, None)
+
+    def forget(self, trial_id: str) -> None:
+        """``trial_id`` is no longer live (it may still be stopping)."""
+        self.total_atoms -= self.atoms.pop(trial_id, 0)
+        self.since_launch.pop(trial_id, None)
+        self.grown.discard(trial_id)
+        self.ranking.discard(trial_id)
