@@ -490,7 +490,7 @@ class HyperSched:
                 continue
             if not self._hopeless(trial_id, atoms, situation):
                 continue
-            if worst is None or self._standing(trial_id) < self._standing(worst):
+            if worst is None or self.candidates.standing(trial_id) < self.candidates.standing(worst):
                 worst = trial_id
         return worst
 
@@ -500,13 +500,13 @@ class HyperSched:
         rung and a lower score there), has not reported a score as good as the finalist's best (with
         less training: it may be the better run), and does not reach R by the deadline on its atoms
         (None if none)."""
-        above = self._standing(finalist)
+        above = self.candidates.standing(finalist)
         finalist_best = self.candidates.best_score(finalist)
         below = [t for t, atoms in self.live.atoms.items()
                  if t not in finalists and t not in leaving and t not in self.live.grown
-                 and self._standing(t) < above and self.candidates.best_score(t) < finalist_best
+                 and self.candidates.standing(t) < above and self.candidates.best_score(t) < finalist_best
                  and not self._reaches_R(t, atoms, situation)]
-        return min(below, key=self._standing, default=None)
+        return min(below, key=self.candidates.standing, default=None)
 
     def _hopeless(self, trial_id: str, atoms: int, situation: Situation) -> bool:
         """Whether ``trial_id``, training on ``atoms`` atoms from now (a startup first unless it holds
@@ -581,12 +581,9 @@ class HyperSched:
             if standing is not None and self.candidates.best_score(trial_id) >= standing \
                     and self._reaches_R(trial_id, self.live.atoms[trial_id], situation):
                 continue
-            if worst is None or self._standing(trial_id) < self._standing(worst):
+            if worst is None or self.candidates.standing(trial_id) < self.candidates.standing(worst):
                 worst = trial_id
         return worst
-
-    def _standing(self, trial_id: str) -> tuple[int, float]:
-        return self.candidates.standing(trial_id)
 
     def _resume_idle(self, free: int, out: list[Decision]) -> None:
         """Nothing runs, nothing may start: rather than end early, resume the best paused trials.
