@@ -10,8 +10,13 @@ Every launch of a trial appends JSON lines to ``trials/<id>/scores.jsonl``::
 The file is written by the trial's process (any code the user runs), so the controller treats
 it as input: ``parse_line`` turns each line into a typed line or a ``BadLine`` with the reason
 (non-finite or non-numeric score, a step that is not an integer, a checkpoint name that is not
-the trial's own file for that step, a line too long). Range checks that need the launch's
-history (step after the previous one, at most R) are made by ``check_report``.
+the trial's own file for that step, metrics that are not plain values, a line too long or
+nested too deeply). Range checks that need the launch's history (step after the previous one,
+at most R) are made by ``check_report``.
+
+A metric that is not a finite number (a diverged loss) is data, not an error: it is written and
+read as one of the words ``"nan"``, ``"inf"``, ``"-inf"`` (``metric_value``), so every line the
+reader accepts is finite JSON that the journal can hold.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from enum import Enum
-from typing import Any, TypeGuard, Union
+from typing import Any, Mapping, TypeGuard, Union
+
+from hpcsched.errors import shown
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +39,8 @@ CHECKPOINT_PREFIX = "step-"
 CHECKPOINT_SUFFIXES = (".pt", ".pkl")
 MAX_LINE_BYTES = 64 * 1024  # a report line is ~150 bytes; metrics may add some
 MAX_ERROR_CHARS = 4000
+MAX_INT = 2**63 - 1  # integers a metric may hold (a 64-bit tensor's .item() at most)
+NON_FINITE_WORDS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}  # a non-finite metric, as written
 
 
 class ExitOutcome(str, Enum):
@@ -115,7 +124,7 @@ def format_line(line: ScoreLine) -> str:
         if line.checkpoint:
             data["checkpoint"] = line.checkpoint
         if line.metrics:
-            data["metrics"] = line.metrics
+            data["metrics"] = {name: metric_value(value) for name, value in line.metrics.items()}
     else:
         data = {"kind": "exit", "t": line.t, "launch": line.launch, "outcome": line.outcome, "step": line.step}
         if line.error:
@@ -147,23 +156,69 @@ def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _finite(value: Any) -> float | None:
+    """``value`` as a finite float; None for anything else (a string, a bool, NaN, an int too large)."""
+    if not _is_number(value):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _time(data: dict[str, Any]) -> float:
-    t = data.get("t")
-    return float(t) if _is_number(t) and math.isfinite(t) else math.nan
+    t = _finite(data.get("t"))
+    return math.nan if t is None else t
+
+
+def metric_value(value: Any) -> Any:
+    """A metric as it is written: a non-finite float becomes its word (``"nan"``, ``"inf"``, ``"-inf"``),
+    an integer beyond 64 bits a float."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        try:
+            value = float(value)
+        except OverflowError:
+            return "inf" if value > 0 else "-inf"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def metric_number(value: Any) -> Any:
+    """A metric as a number where it is one (the words of ``metric_value`` back to floats); else as it is."""
+    if isinstance(value, str) and value in NON_FINITE_WORDS:
+        return NON_FINITE_WORDS[value]
+    return value
+
+
+def _metrics(raw: Any, step: int) -> dict[str, Any] | str:
+    """The metrics of a report line (names to numbers, strings, booleans or nulls), or why they are refused."""
+    if not isinstance(raw, Mapping):
+        return f"report metrics {shown(raw)} at step {step} are not a mapping of names to values"
+    metrics: dict[str, Any] = {}
+    for name, value in raw.items():
+        if value is not None and not isinstance(value, (bool, int, float, str)):
+            return f"report metric {shown(name)} at step {step} is {shown(value)}, not a number, string or null"
+        metrics[name] = metric_value(value)
+    return metrics
 
 
 def parse_line(raw: bytes) -> ScoreLine | BadLine | None:
     """A typed line; a BadLine (with the launch it names) when it breaks the format; None for
     a line that names no launch (garbage, a torn write): nothing to attribute it to."""
     if len(raw) > MAX_LINE_BYTES:
-        launch = re.search(rb'"launch"\s*:\s*"([A-Za-z0-9._-]{1,100})"', raw[:4096])
+        launch = _launch_named(raw)
         if launch is None:
             return None
-        return BadLine(launch.group(1).decode(), f"a scores line of {len(raw)} bytes (at most {MAX_LINE_BYTES})")
+        return BadLine(launch, f"a scores line of {len(raw)} bytes (at most {MAX_LINE_BYTES})")
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return None
+    except RecursionError:  # nested deeper than the parser goes: refused if it names a launch
+        launch = _launch_named(raw)
+        return None if launch is None else BadLine(launch, "a scores line nested too deeply to read")
     if not isinstance(data, dict) or not isinstance(data.get("launch"), str):
         return None
     launch = data["launch"]
@@ -172,24 +227,34 @@ def parse_line(raw: bytes) -> ScoreLine | BadLine | None:
     if kind == "started":
         return StartedLine(launch, t)
     if kind == "report":
-        step, score, checkpoint = data.get("step"), data.get("score"), data.get("checkpoint", "")
+        step, score, checkpoint = data.get("step"), _finite(data.get("score")), data.get("checkpoint", "")
         if not _is_int(step):
-            return BadLine(launch, f"report step {_show(step)} is not an integer")
-        if not _is_number(score) or not math.isfinite(score):
-            return BadLine(launch, f"report score {_show(score)} at step {step} is not a finite number")
+            return BadLine(launch, f"report step {shown(step)} is not an integer")
+        if score is None:
+            return BadLine(launch, f"report score {shown(data.get('score'))} at step {step} is not a finite number")
         if not isinstance(checkpoint, str) or (checkpoint and checkpoint_step(checkpoint) != step):
-            return BadLine(launch, f"report checkpoint {_show(checkpoint)} at step {step} is not "
+            return BadLine(launch, f"report checkpoint {shown(checkpoint)} at step {step} is not "
                                    f"{checkpoint_name(step, '.pt|.pkl')} in the trial's checkpoints/")
-        metrics = data.get("metrics", {})
-        return ReportLine(launch, t, step, float(score), checkpoint, metrics if isinstance(metrics, dict) else {})
+        metrics = _metrics(data.get("metrics", {}), step)
+        if isinstance(metrics, str):
+            return BadLine(launch, metrics)
+        return ReportLine(launch, t, step, score, checkpoint, metrics)
     if kind == "exit":
         outcome, step, error = data.get("outcome"), data.get("step", 0), data.get("error", "")
-        if outcome not in EXIT_OUTCOMES:
-            return BadLine(launch, f"exit outcome {_show(outcome)} is not one of {', '.join(EXIT_OUTCOMES)}")
+        if not isinstance(outcome, str) or outcome not in EXIT_OUTCOMES:
+            return BadLine(launch, f"exit outcome {shown(outcome)} is not one of {', '.join(EXIT_OUTCOMES)}")
         if not _is_int(step):
-            return BadLine(launch, f"exit step {_show(step)} is not an integer")
-        return ExitLine(launch, t, ExitOutcome(outcome), step, str(error)[-MAX_ERROR_CHARS:])
-    return BadLine(launch, f"unknown kind {_show(kind)}")
+            return BadLine(launch, f"exit step {shown(step)} is not an integer")
+        if not isinstance(error, str):
+            return BadLine(launch, f"exit error {shown(error)} is not a string")
+        return ExitLine(launch, t, ExitOutcome(outcome), step, error[-MAX_ERROR_CHARS:])
+    return BadLine(launch, f"unknown kind {shown(kind)}")
+
+
+def _launch_named(raw: bytes) -> str | None:
+    """The launch a line names near its start, found without parsing it (a line too long or too deep)."""
+    match = re.search(rb'"launch"\s*:\s*"([A-Za-z0-9._-]{1,100})"', raw[:4096])
+    return match.group(1).decode() if match else None
 
 
 def check_report(line: ReportLine, last_step: int, max_steps: int) -> BadLine | None:
@@ -199,11 +264,6 @@ def check_report(line: ReportLine, last_step: int, max_steps: int) -> BadLine | 
     if line.step > max_steps:
         return BadLine(line.launch, f"report step {line.step} is past the trial's last step {max_steps}")
     return None
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class ScoresReader:

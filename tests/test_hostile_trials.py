@@ -57,6 +57,32 @@ def test_a_line_that_breaks_the_format_is_refused_with_the_reason(raw, reason):
     assert reason in line.reason
 
 
+@pytest.mark.parametrize("raw, reason", [
+    (b'{"kind":"report","launch":"a","step":1,"score":0.5,"metrics":{"x":' + b"[" * 30_000 + b"]" * 30_000 + b"}}",
+     "nested too deeply"),
+    (b'{"kind":"report","launch":"a","step":1,"score":' + b"9" * 400 + b"}", "not a finite number"),
+    (b'{"kind":"report","launch":"a","step":1,"score":0.5,"metrics":{"x":[1,2]}}', "not a number, string or null"),
+    (b'{"kind":"report","launch":"a","step":1,"score":0.5,"metrics":[1]}', "not a mapping"),
+    (b'{"kind":"exit","launch":"a","outcome":"errored","error":' + b"[" * 900 + b"]" * 900 + b"}", "not a string"),
+], ids=["nested-30000-deep", "score-400-digits", "nested-metric", "metrics-list", "error-list"])
+def test_lines_that_crashed_the_reader_are_refused_with_the_reason(raw, reason):
+    line = parse_line(raw)
+    assert isinstance(line, BadLine) and line.launch == "a" and reason in line.reason, line
+
+
+def test_a_non_finite_metric_is_data_the_journal_can_hold():
+    """A diverged loss is recorded as a word ("nan", "inf", "-inf"), read back as a float by the analysis."""
+    from hpcsched.records import Reported, to_json
+
+    line = parse_line(b'{"kind":"report","t":' + b"9" * 400 + b',"launch":"a","step":1,"score":0.5,'
+                      b'"metrics":{"loss":Infinity,"nan":NaN,"low":-1e999,"big":' + b"9" * 30 + b',"ok":1.5}}')
+    assert isinstance(line, ReportLine) and math.isnan(line.t)
+    assert line.metrics == {"loss": "inf", "nan": "nan", "low": "-inf", "big": float("9" * 30), "ok": 1.5}
+    json.dumps(to_json(Reported(1.0, "t0000", line.step, line.score, line.checkpoint, line.metrics)), allow_nan=False)
+    written = format_line(ReportLine("a", 1.0, 1, 0.5, "", {"loss": float("nan"), "grad": float("-inf")}))
+    assert parse_line(written.encode()).metrics == {"loss": "nan", "grad": "-inf"}
+
+
 def test_garbage_without_a_launch_is_skipped_not_refused():
     assert parse_line(b"not json at all") is None
     assert parse_line(b'{"kind":"report","step":1,"score":0.5}') is None
@@ -304,3 +330,31 @@ def test_a_diverged_trial_is_stopped_not_errored_and_the_run_goes_on(tmp_path, p
     assert len(others) == 2 and all(t["status"] != "errored" for t in others)
     assert json.loads((run / "result.json").read_text())["best"]["config"]["quality"] in (0.6, 0.3, 0.9)
     assert no_trial_processes_left(run)
+
+
+def _set(spec: Path, **sections) -> None:
+    """Replace whole sections of a spec written by ``write_spec`` (which merges them)."""
+    import yaml
+
+    spec.write_text(yaml.safe_dump({**yaml.safe_load(spec.read_text()), **sections}))
+
+
+def test_non_finite_metrics_neither_kill_the_trial_nor_crash_the_controller(tmp_path):
+    """``ctx.report(step, score, loss=float("nan"))`` and a hand-written ``"loss": Infinity`` are data:
+    the trial trains to R, the journal holds the words, the analysis reads them as floats."""
+    from hpcsched.analysis import load_run
+
+    spec = write_spec(tmp_path, trainable=f"{HOSTILE}:odd_metrics", deadline="30s", max_trials=1,
+                      space={"step_time": 0.05}, resources={"atoms": 1, "gpus_per_atom": 0, "cpus_per_atom": 1})
+    _set(spec, scheduler={"kind": "random", "R": 4})
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = records(run)
+    metrics = {r.step: r.metrics for r in recs if type(r).__name__ == "Reported"}
+    assert metrics == {1: {"loss": "nan", "grad": "inf", "lr": 0.1}, 2: {"loss": "inf"},
+                       3: {"loss": "nan", "grad": "inf", "lr": 0.1}, 4: {"loss": "nan", "grad": "inf", "lr": 0.1}}
+    assert [r.outcome for r in recs if isinstance(r, Exited)] == ["finished"]
+    assert json.loads((run / "result.json").read_text())["best"]["step"] == 4
+    scores = load_run(run).scores
+    assert scores["loss"].dtype == float and math.isnan(scores["loss"].iloc[0]) and scores["loss"].iloc[1] == math.inf

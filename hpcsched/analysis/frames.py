@@ -17,6 +17,7 @@ import pandas as pd
 from hpcsched.errors import RunDirError
 from hpcsched.mode import Mode
 from hpcsched.records import RECORD_TYPES, Exited, Launched, Reported, Running, StopRequested
+from hpcsched.scores import metric_number
 from hpcsched.state import LIVE, RunState
 
 from hpcsched.analysis.parse import JournalTable
@@ -195,9 +196,10 @@ def metric_columns(scores: pd.DataFrame) -> list[str]:
 
 
 def _add_metric_columns(frame: pd.DataFrame, metrics: pd.Series) -> None:
-    """One column per metric the trials reported beside the score (NaN where a report has none);
-    a metric named like a column of the frame is ``metric.<name>``."""
-    rows = [m if isinstance(m, dict) else {} for m in metrics]
+    """One column per metric the trials reported beside the score (NaN where a report has none; a
+    non-finite value, journaled as a word, is a float again); a metric named like a column of the
+    frame is ``metric.<name>``."""
+    rows = [{k: metric_number(v) for k, v in m.items()} if isinstance(m, dict) else {} for m in metrics]
     if not any(rows):
         return
     expanded = pd.DataFrame.from_records(rows, index=frame.index)

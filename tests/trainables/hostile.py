@@ -45,6 +45,8 @@ ATTACKS = {
     "step_past_R": lambda ctx: _json(_report(ctx, step=ctx.max_steps + 100, score=5.0)),
     "traversal": lambda ctx: _json(_report(ctx, step=1, score=5.0, checkpoint="../../../../etc/passwd")),
     "huge_line": lambda ctx: _json(_report(ctx, step=1, score=5.0, pad="x" * 50_000_000)),
+    "deep_metrics": lambda ctx: _json(_report(ctx, step=1, score=5.0, metrics={"x": "@"}),
+                                      x="[" * 30_000 + "]" * 30_000),  # 60 KB, under the line limit
 }
 
 
@@ -67,6 +69,19 @@ def hostile(config, ctx):
             continue
         quality = config.get("quality", 5.0)
         ctx.report(step, quality * step, state={"step": step})
+
+
+def odd_metrics(config, ctx):
+    """Honest scores beside metrics that are no finite numbers: a diverged loss (NaN) and an infinite
+    gradient norm through ``ctx.report``, and at step 2 a line written by hand with JSON's Infinity."""
+    for step in ctx.steps():
+        time.sleep(config.get("step_time", 0.05))
+        if step == 2:
+            with open(ctx.trial_dir / "scores.jsonl", "a") as f:
+                f.write(_json(_report(ctx, step=2, score=0.2, metrics={"loss": "@"}), loss="Infinity") + "\n")
+            ctx._last_step = step
+            continue
+        ctx.report(step, 0.1 * step, state={"step": step}, loss=float("nan"), grad=float("inf"), lr=0.1)
 
 
 def ballast(config, ctx):
