@@ -60,8 +60,13 @@ class AtomPool:
         """The free atoms of one node, lowest first."""
         return tuple(self.ids[i] for i in self._free_by_node.get(node, []))
 
+    def _known(self, atom_id: str) -> None:
+        if atom_id not in self._position:
+            raise ValueError(f"atom {atom_id!r} is not one of the run's atoms")
+
     def take(self, atom_ids: Iterable[str]) -> None:
         for a in atom_ids:
+            self._known(a)
             free = self._free_by_node[node_of(a)]
             pos = self._position[a]
             i = bisect.bisect_left(free, pos)
@@ -72,6 +77,7 @@ class AtomPool:
 
     def release(self, atom_ids: Iterable[str]) -> None:
         for a in atom_ids:
+            self._known(a)
             free = self._free_by_node[node_of(a)]
             pos = self._position[a]
             i = bisect.bisect_left(free, pos)

@@ -1,7 +1,9 @@
 """The append-only journal of a run (``events.jsonl``): one JSON record per line.
 
 Writers append under a file lock and flush each line; readers tolerate a torn last line
-(a writer killed mid-line) but reject a corrupted line in the middle.
+(a writer killed mid-line) but reject, naming its line, a corrupted line in the middle: one that
+is no record (garbage, a field of the wrong type, nested too deep) or one that cannot follow the
+lines before it (a trial never created, an atom not free), as a replay into a ``RunState`` finds.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from filelock import FileLock, Timeout
 
 from hpcsched.errors import RunDirError
 from hpcsched.records import JOURNAL_VERSION, Record, RunStarted, from_json, to_json
+from hpcsched.state import RunState
 
 
 class Journal(Protocol):
@@ -126,7 +129,8 @@ class JsonlJournal:
 
 
 def read_journal(path: Path) -> list[Record]:
-    """All records of a journal; a torn last line is skipped, a bad line elsewhere is an error."""
+    """All records of a journal; a torn last line is skipped, a bad line elsewhere (one that is no
+    record, or one a replay of the lines before it cannot take) is a RunDirError naming its line."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -137,19 +141,34 @@ def read_journal(path: Path) -> list[Record]:
     lines = data.split(b"\n")
     torn_tail = not data.endswith(b"\n")
     records: list[Record] = []
+    numbers: list[int] = []
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         is_last = number == len(lines)
         try:
             records.append(from_json(json.loads(raw)))
-        except (ValueError, UnicodeDecodeError) as exc:
+            numbers.append(number)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             if is_last and torn_tail:
                 break
-            raise RunDirError(f"{path}: line {number} is corrupted ({exc}); "
+            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise RunDirError(f"{path}: line {number} is corrupted ({why}); "
                               f"the journal cannot be replayed past it") from None
     started = next((r for r in records if isinstance(r, RunStarted)), None)
     if started is not None and started.version > JOURNAL_VERSION:
         raise RunDirError(f"{path}: written by a newer hpcsched (journal version {started.version}; this one "
                           f"reads up to {JOURNAL_VERSION}); upgrade hpcsched to read it")
+    _check_replay(path, records, numbers, started)
     return records
+
+
+def _check_replay(path: Path, records: list[Record], numbers: list[int], started: RunStarted | None) -> None:
+    """RunDirError naming the first line that a replay of the lines before it cannot take."""
+    state = RunState(started.mode if started is not None else "max")
+    for number, record in zip(numbers, records):
+        try:
+            state.apply(record)
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            raise RunDirError(f"{path}: line {number} is corrupted (it cannot follow the lines before it: "
+                              f"{exc}); the journal cannot be replayed past it") from None

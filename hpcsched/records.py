@@ -8,9 +8,14 @@ is one JSON object with a ``kind`` field (see ``to_json`` / ``from_json``).
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Union
+from typing import Any, Callable, Union
+
+from hpcsched.errors import shown
+from hpcsched.mode import Mode
+from hpcsched.scores import ExitOutcome
 
 JOURNAL_VERSION = 2  # 2: controller_stopped and run_extended records (version 1 journals read as before)
 
@@ -209,8 +214,60 @@ RECORD_TYPES: dict[str, type] = {
 }
 _TUPLE_FIELDS = {"atom_ids", "atoms", "extra"}
 _ENUM_FIELDS: dict[tuple[type, str], type[Enum]] = {(Launched, "reason"): LaunchReason,
-                                                     (StopRequested, "intent"): StopIntent}
+                                                     (StopRequested, "intent"): StopIntent,
+                                                     (Exited, "outcome"): ExitOutcome,
+                                                     (RunStarted, "mode"): Mode}
 _OMITTED_WHEN_EMPTY = {"metrics"}  # written only when there are some (journals stay as small as before)
+MAX_NESTING = 32  # how deep a record's mappings (a trial's config, a report's metrics) may nest
+
+
+def _nested_at_most(value: Any, depth: int) -> bool:
+    """Whether ``value``'s lists and mappings nest at most ``depth`` levels (checked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            if level > depth:
+                return False
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return True
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# what each field's value must be, by its annotation (every field of every record has one: tested)
+_VALUE_CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "float": ("a finite number", _is_number),
+    "int": ("an integer", _is_int),
+    "str": ("a string", lambda v: isinstance(v, str)),
+    "bool": ("true or false", lambda v: isinstance(v, bool)),
+    "tuple[str, ...]": ("a list of strings", lambda v: isinstance(v, tuple) and all(isinstance(x, str) for x in v)),
+    "dict[str, Any]": (f"a mapping nested at most {MAX_NESTING} deep",
+                       lambda v: isinstance(v, dict) and _nested_at_most(v, MAX_NESTING)),
+}
+
+
+def _value_check(annotation: str) -> tuple[str, Callable[[Any], bool]] | None:
+    """What a field annotated ``annotation`` must hold (``X | None``: X or null); None for a vocabulary."""
+    if annotation.endswith(" | None"):
+        inner = _VALUE_CHECKS[annotation[: -len(" | None")]]
+        return f"{inner[0]} or null", lambda v: v is None or inner[1](v)
+    return _VALUE_CHECKS.get(annotation)
+
+
+def _check_values(cls: type, values: dict[str, Any]) -> None:
+    """ValueError naming the first field whose value is not of its annotated type."""
+    for f in dataclasses.fields(cls):
+        if f.name in values:
+            check = _value_check(str(f.type))
+            if check is not None and not check[1](values[f.name]):
+                raise ValueError(f"{f.name} must be {check[0]}, got {shown(values[f.name])}")
 
 
 def to_json(record: Record) -> dict[str, Any]:
@@ -237,6 +294,7 @@ def from_json(data: dict[str, Any]) -> Record:
     values = {k: (tuple(v) if k in _TUPLE_FIELDS and isinstance(v, list) else v)
               for k, v in data.items() if k in names}
     try:
+        _check_values(cls, values)
         for name in names:
             vocabulary = _ENUM_FIELDS.get((cls, name))
             if vocabulary is not None and name in values:

@@ -172,6 +172,12 @@ class RunState:
         self.now = max(self.now, record.t)
         self._apply[type(record)](record)
 
+    def _trial(self, trial_id: str) -> TrialState:
+        trial = self.trials.get(trial_id)
+        if trial is None:
+            raise ValueError(f"no trial {trial_id!r} was created before this record")
+        return trial
+
     def _set_status(self, trial: TrialState, status: TrialStatus) -> None:
         self.counts[trial.status] -= 1
         self.counts[status] += 1
@@ -188,7 +194,7 @@ class RunState:
         self.counts[TrialStatus.CREATED] += 1
 
     def _launched(self, r: Launched) -> None:
-        t = self.trials[r.trial]
+        t = self._trial(r.trial)
         if t.status in LIVE:
             raise ValueError(f"trial {r.trial} launched while {t.status}")
         self.atom_pool.take(r.atoms)
@@ -200,14 +206,14 @@ class RunState:
         self._set_status(t, TrialStatus.LAUNCHING)
 
     def _running(self, r: Running) -> None:
-        t = self.trials[r.trial]
+        t = self._trial(r.trial)
         t.startups.append(r.startup)
         t.running_since, t.mark_t, t.mark_step = r.t, r.t, t.step
         if t.status == TrialStatus.LAUNCHING:
             self._set_status(t, TrialStatus.RUNNING)
 
     def _reported(self, r: Reported) -> None:
-        t = self.trials[r.trial]
+        t = self._trial(r.trial)
         if r.step > t.mark_step and t.running_since is not None:
             t.step_time = (r.t - t.mark_t) / (r.step - t.mark_step)
             t.mark_t, t.mark_step = r.t, r.step
@@ -225,7 +231,7 @@ class RunState:
                 t.best_checkpoint, t.best_checkpoint_score, t.best_checkpoint_step = r.checkpoint, r.score, r.step
 
     def _stop_requested(self, r: StopRequested) -> None:
-        t = self.trials[r.trial]
+        t = self._trial(r.trial)
         if t.status not in LIVE:
             raise ValueError(f"stop requested for trial {r.trial} while {t.status}")
         if r.extra:
@@ -237,7 +243,7 @@ class RunState:
             self._set_status(t, TrialStatus.STOPPING)
 
     def _exited(self, r: Exited) -> None:
-        t = self.trials[r.trial]
+        t = self._trial(r.trial)
         if t.status not in LIVE:
             raise ValueError(f"trial {r.trial} exited while {t.status}")
         if t.running_since is not None:

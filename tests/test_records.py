@@ -58,3 +58,34 @@ def test_vocabularies_are_written_as_their_words_and_read_back_typed():
 def test_a_bad_record_is_refused_naming_what_is_wrong(data, words):
     with pytest.raises(ValueError, match=words):
         from_json(data)
+
+
+def test_every_field_of_every_record_has_a_type_the_reader_checks():
+    import dataclasses
+
+    from hpcsched.records import _ENUM_FIELDS, _value_check
+
+    for cls in RECORD_TYPES.values():
+        for f in dataclasses.fields(cls):
+            if f.name != "kind":
+                assert _value_check(str(f.type)) is not None or (cls, f.name) in _ENUM_FIELDS, (cls, f.name)
+
+
+@pytest.mark.parametrize("data, words", [
+    ({"kind": "reported", "t": "oops", "trial": "t", "step": 1, "score": 0.5}, "t must be a finite number"),
+    ({"kind": "reported", "t": 1, "trial": "t", "step": True, "score": 0.5}, "step must be an integer"),
+    ({"kind": "reported", "t": 1, "trial": 7, "step": 1, "score": 0.5}, "trial must be a string"),
+    ({"kind": "launched", "t": 1, "trial": "t", "atoms": 5, "reason": "start"}, "atoms must be a list of strings"),
+    ({"kind": "launched", "t": 1, "trial": "t", "atoms": [0], "reason": "start"}, "atoms must be a list of strings"),
+    ({"kind": "run_finished", "t": 1, "reason": "deadline", "best_score": "high"}, "best_score must be a finite"),
+    ({"kind": "trial_created", "t": 1, "trial": "t", "index": 0, "config": []}, "config must be a mapping"),
+    ({"kind": "trial_created", "t": 1, "trial": "t", "index": 0, "config": {"a": json.loads("[" * 40 + "]" * 40)}},
+     "nested at most 32"),
+    ({"kind": "exited", "t": 1, "trial": "t", "outcome": "vanished"}, "bad exited record"),
+    ({"kind": "run_started", "t": 1, "name": "x", "deadline": 9, "atoms": 1, "seed": 0, "spec_digest": "d",
+      "variant": "v", "mode": "up"}, "bad run_started record"),
+])
+def test_a_field_of_the_wrong_type_is_refused_naming_the_field(data, words):
+    with pytest.raises(ValueError, match=words):
+        from_json(data)
+    assert from_json({"kind": "run_finished", "t": 1, "reason": "deadline", "best_score": None}).best_score is None

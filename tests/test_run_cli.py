@@ -172,3 +172,45 @@ def test_logs_prints_and_follows_what_a_launch_wrote(tmp_path):
                         (("t0000", "--launch", "99"), "--launch: t0000 has launches")]:
         bad = hpcsched("logs", str(run), *args)
         assert bad.returncode == 2 and words in bad.stderr, bad.stderr
+
+
+def _edited(line: int, edit) -> list[str]:
+    """The v2 fixture journal with its line ``line`` (1-based) changed by ``edit(dict) -> str``."""
+    from tests.test_journal_compat import FIXTURE_V2
+
+    lines = FIXTURE_V2.read_text().splitlines()
+    lines[line - 1] = edit(json.loads(lines[line - 1]))
+    return lines
+
+
+HAND_EDITS: dict = {  # line 8 is t0000's first report, 2 its creation, 3 its launch
+    "unknown trial": (8, lambda d: json.dumps({**d, "trial": "t9999"})),
+    "time as a word": (8, lambda d: json.dumps({**d, "t": "oops"})),
+    "step as a string": (8, lambda d: json.dumps({**d, "step": "3"})),
+    "atoms as a number": (3, lambda d: json.dumps({**d, "atoms": 5})),
+    "an atom the run lacks": (3, lambda d: json.dumps({**d, "atoms": ["gpu7"]})),
+    "outcome outside the vocabulary": (None, None),
+    "config nested 5000 deep": (2, lambda d: _nested_config(d, 5000)),
+    "config nested 100 deep": (2, lambda d: _nested_config(d, 100)),
+}
+
+
+def _nested_config(record: dict, depth: int) -> str:
+    return json.dumps({**record, "config": {**record["config"], "deep": "@"}}).replace('"@"', "[" * depth + "]" * depth)
+
+
+@pytest.mark.parametrize("edit", sorted(HAND_EDITS))
+def test_a_hand_edited_journal_is_exit_2_with_the_line_for_status_and_resume(tmp_path, edit):
+    line, change = HAND_EDITS[edit]
+    if change is None:  # the first exit of the journal, with an outcome that is no ExitOutcome
+        from tests.test_journal_compat import FIXTURE_V2
+
+        line = next(i for i, raw in enumerate(FIXTURE_V2.read_text().splitlines(), 1) if '"exited"' in raw)
+        change = lambda d: json.dumps({**d, "outcome": "vanished"})  # noqa: E731
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    (run / "events.jsonl").write_text("\n".join(_edited(line, change)) + "\n")
+    expect = f"line {line} is corrupted"
+    _bad(tmp_path, "status", str(run), expect=expect)
+    _bad(tmp_path, "status", str(run), "--json", expect=expect)
+    _bad(tmp_path, "run", str(write_spec(tmp_path)), "--run-dir", str(run), "--resume", expect=expect)
