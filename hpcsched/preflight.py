@@ -20,7 +20,7 @@ from hpcsched.durations import format_duration
 from hpcsched.errors import UserError, shown
 from hpcsched.executors.slurm import Allocation, NodeShare, megabytes, slurm_resources
 from hpcsched.backends import ALLOCATION_SAFETY, backend_for
-from hpcsched.runner import checked_trainable
+from hpcsched.runner import checked_trainable, deadline_problem
 from hpcsched.spec import Spec
 
 # sbatch options that take no value (the others take one: --opt=value, --opt value, -o value, -ovalue)
@@ -205,6 +205,9 @@ def check_experiment(spec: Spec, options: CheckOptions, out: TextIO) -> None:
         try:
             built = backend_for(spec, backend)
             print(f"resources on the {backend} backend: ok", file=out)
+            missing = deadline_problem(spec, None, built.ends_at)
+            if missing is not None:
+                problems.append(missing)
             if built.ends_at is not None and spec.deadline is not None:
                 left = built.ends_at - ALLOCATION_SAFETY - time.time()
                 if spec.deadline > left:

@@ -55,8 +55,9 @@ def run_experiment(spec: Spec, options: RunOptions, out: TextIO = sys.stdout) ->
     if backend.max_atoms_per_trial is not None:
         cap = min(backend.max_atoms_per_trial, variant.scheduler.max_atoms_per_trial or backend.max_atoms_per_trial)
         variant = replace(variant, scheduler=replace(variant.scheduler, max_atoms_per_trial=cap))
-    if not options.resume and options.deadline is None and spec.deadline is None and backend.ends_at is None:
-        raise SpecError(["deadline: required (in the spec, or --deadline 30m)"], str(spec.source or spec.name))
+    missing = None if options.resume else deadline_problem(spec, options.deadline, backend.ends_at)
+    if missing is not None:
+        raise SpecError([missing], str(spec.source or spec.name))
     run_dir, records = _open_run_dir(spec, options)
     journal = JsonlJournal(run_dir.journal, durable=True)  # held until the end: one controller per run
     try:
@@ -78,6 +79,14 @@ def checked_trainable(spec: Spec) -> str:
     return trainable
 
 
+def deadline_problem(spec: Spec, deadline: float | None, ends_at: float | None) -> str | None:
+    """Why a new run has no deadline (None: it has one): neither ``--deadline``, the spec's ``deadline``
+    nor the end of an allocation (``ends_at``) sets it. ``hpcsched check`` applies the same rule."""
+    if deadline is None and spec.deadline is None and ends_at is None:
+        return "deadline: required (in the spec, or --deadline 30m)"
+    return None
+
+
 @dataclass(frozen=True)
 class DeadlinePlan:
     """When a (resumed) run ends, and what --extend changes."""
@@ -95,8 +104,9 @@ def plan_deadline(spec: Spec, options: RunOptions, records: list[Record], now: f
     started = next((r for r in records if isinstance(r, RunStarted)), None)
     if started is None:
         seconds = options.deadline if options.deadline is not None else spec.deadline
-        if seconds is None and hard_end is None:
-            raise SpecError(["deadline: required (in the spec, or --deadline 30m)"], str(spec.source or spec.name))
+        missing = deadline_problem(spec, options.deadline, hard_end)
+        if missing is not None:
+            raise SpecError([missing], str(spec.source or spec.name))
         deadline = min(t for t in (now + seconds if seconds is not None else None, hard_end) if t is not None)
         return DeadlinePlan(deadline, spec.controller.stop_margin_for(deadline - now))
     current = RunState.replayed(records).deadline or started.deadline

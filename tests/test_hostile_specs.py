@@ -134,3 +134,42 @@ def test_cli_simulate_with_an_alias_bomb_exits_2(tmp_path):
     proc = _cli("simulate", str(spec), "--out", str(tmp_path / "out"), tmp_path=tmp_path)
     assert proc.returncode == 2 and "expands to more than" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def _deep(depth: int) -> str:
+    return "deep: " + "[" * depth + "]" * depth + "\n"
+
+
+@pytest.mark.parametrize("text, place, words", [
+    (_deep(3000), "line 3, column 106", "nested more than 100 levels deep"),  # after the two lines above
+    (_deep(5000), "line 3, column 106", "nested more than 100 levels deep"),
+    ("deadline: 1m\nseed: 1\ndeadline: 2h\n", "line 5, column 1", "duplicate key 'deadline' (first at line 3)"),
+    ("scheduler: {kind: asha, eta: 2, eta: 3}\n", "line 3, column 33", "duplicate key 'eta' (first at line 3)"),
+    ("".join(f"a{i}: &a{i} [*a{i - 1}]\n" if i else "a0: &a0 [1]\n" for i in range(3000)), "(top level)",
+     "nests more than 100 levels deep"),
+], ids=["nested-3000", "nested-5000", "deadline-twice", "eta-twice", "aliases-3000-deep"])
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_deep_or_repeated_yaml_is_exit_2_naming_the_place(tmp_path, text, place, words, command):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"trainable: {TOY}:toy\nspace: {{quality: 0.5}}\n" + text)
+    proc = _cli(command, str(spec), tmp_path=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert place in proc.stderr and words in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "runs").exists()
+
+
+def test_merge_keys_may_still_override_what_they_merge():
+    from hpcsched.yaml_text import load_yaml
+
+    assert load_yaml("base: &b {eta: 4, r: 2}\nscheduler: {<<: *b, eta: 2}\n")["scheduler"] == {"eta": 2, "r": 2}
+
+
+def test_check_refuses_a_spec_without_a_deadline_as_run_does(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"trainable: {TOY}:toy\nspace: {{quality: 0.5}}\nresources: {{atoms: 1, gpus_per_atom: 0}}\n")
+    for command in ("check", "run"):
+        proc = _cli(command, str(spec), tmp_path=tmp_path)
+        assert proc.returncode == 2 and "deadline: required" in proc.stderr, (command, proc.stdout, proc.stderr)
+    spec.write_text(spec.read_text() + "deadline: 1m\n")
+    proc = _cli("check", str(spec), tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -23,7 +23,7 @@ from hpcsched.spec.model import (MAX_MATRIX_CELLS, MAX_SPEC_BYTES, MAX_SPEC_VALU
                                  MetricSpec, ResourcesSpec, Spec, Variant)
 from hpcsched.spec.sections import (check_sampler, parse_controller, parse_metric, parse_resources, parse_sampler,
                                     parse_scheduler, parse_variants, parse_workload)
-from hpcsched.yaml_text import load_yaml
+from hpcsched.yaml_text import MAX_DEPTH, load_yaml
 
 # the document's top-level keys: the Spec's fields as written in a file, and the matrix over them
 TOP_KEYS = tuple(x.name for x in fields(Spec) if x.name not in ("source", "raw")) + ("matrix",)
@@ -65,43 +65,57 @@ def read_yaml(path: Path) -> Any:
         raise SpecError([f"not valid YAML: {exc}"], str(path)) from None
 
 
-def _expanded_size(raw: Any, limit: int) -> int | None:
-    """How many values the document holds with shared (aliased) parts counted every time they
-    appear; None when it is more than ``limit`` or refers to itself. Linear in the document."""
-    sizes: dict[int, int] = {}
+def _expansion_problem(raw: Any, limit: int) -> str | None:
+    """Why the document cannot be read as it expands, shared (aliased) parts counted every time they
+    appear: it refers to itself, holds more than ``limit`` values or nests deeper than MAX_DEPTH
+    (aliases can nest what YAML wrote flat; a Python spec can be anything). Linear in the document."""
+    measured: dict[int, tuple[int, int]] = {}  # id -> (values, levels) of a list or mapping seen before
     visiting: set[int] = set()
 
-    def size(node: Any) -> int:
+    def measure(node: Any, depth: int) -> tuple[int, int]:
+        """(values, levels) of ``node``, which sits at nesting level ``depth``."""
         if not isinstance(node, (dict, list)):
-            return 1
+            return 1, 0
+        if depth > MAX_DEPTH:
+            raise _TooDeep
         key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in visiting:
-            raise RecursionError
-        visiting.add(key)
-        children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
-        total = 1
-        for child in children:
-            total += size(child)
-            if total > limit:
-                raise OverflowError
-        visiting.discard(key)
-        sizes[key] = total
-        return total
+        if key not in measured:
+            if key in visiting:
+                raise RecursionError
+            visiting.add(key)
+            children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+            total, levels = 1, 1
+            for child in children:
+                values, below = measure(child, depth + 1)
+                total, levels = total + values, max(levels, below + 1)
+                if total > limit:
+                    raise OverflowError
+            visiting.discard(key)
+            measured[key] = (total, levels)
+        total, levels = measured[key]
+        if depth + levels - 1 > MAX_DEPTH:  # a shared part placed deeper than where it was first seen
+            raise _TooDeep
+        return total, levels
 
     try:
-        return size(raw)
+        measure(raw, 1)
+    except _TooDeep:
+        return f"(top level): the document nests more than {MAX_DEPTH} levels deep (YAML aliases?)"
     except (OverflowError, RecursionError):
-        return None
+        return f"(top level): the document refers to itself or expands to more than {limit} values (YAML aliases?)"
+    return None
+
+
+class _TooDeep(Exception):
+    """Raised inside ``_expansion_problem`` past MAX_DEPTH levels."""
 
 
 def parse_experiment(raw: Any, source: Path | None = None) -> Experiment:
     """Validate a parsed YAML document into an Experiment."""
     where = str(source) if source else "spec"
-    if _expanded_size(raw, MAX_SPEC_VALUES) is None:
-        raise SpecError([f"(top level): the document refers to itself or expands to more than {MAX_SPEC_VALUES} "
-                         f"values (YAML aliases?)"], where)
+    expansion = _expansion_problem(raw, MAX_SPEC_VALUES)
+    if expansion is not None:
+        raise SpecError([expansion], where)
     if not isinstance(raw, Mapping):
         raise SpecError([f"(top level): expected a mapping of spec sections, got {shown(raw)}"], where)
     problems: list[str] = []
