@@ -9,6 +9,7 @@ elsewhere, this machine (the local backend).
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import time
@@ -18,7 +19,9 @@ from typing import Sequence, TextIO
 
 from hpcsched.durations import format_duration
 from hpcsched.errors import UserError, shown
+from hpcsched.executors.launching import inherited_environment
 from hpcsched.executors.slurm import Allocation, NodeShare, megabytes, slurm_resources
+from hpcsched.probe import probe_trainable
 from hpcsched.backends import ALLOCATION_SAFETY, backend_for
 from hpcsched.runner import checked_trainable, deadline_problem
 from hpcsched.spec import Spec
@@ -192,7 +195,8 @@ def check_experiment(spec: Spec, options: CheckOptions, out: TextIO) -> None:
     print(f"spec {spec.source or spec.name}: ok ({spec.name}, variant {variant.name})", file=out)
     try:
         trainable = checked_trainable(spec)
-        print(f"trainable {trainable}: ok", file=out)
+        probe_trainable(trainable, inherited_environment(os.environ))  # imported as a trial would import it
+        print(f"trainable {trainable}: ok (imported as a trial would: a callable taking (config, ctx))", file=out)
     except UserError as exc:
         problems.append(str(exc))
     if options.sbatch_script is not None or options.sbatch_args:

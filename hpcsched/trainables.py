@@ -105,7 +105,8 @@ def load_trainable(reference: str) -> Callable:
 def check_signature(function: Callable, reference: str) -> None:
     """The trainable must accept (config, ctx)."""
     if not callable(function):
-        raise UserError(f"trainable: {reference!r} is not callable")
+        raise UserError(f"trainable: {reference!r} is not callable (it is a {type(function).__name__}); "
+                        f"name a function taking (config, ctx)")
     try:
         signature = inspect.signature(function)
         signature.bind(object(), object())

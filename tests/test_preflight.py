@@ -126,3 +126,27 @@ def test_a_script_that_loses_output_or_checkpoints_is_warned_about(tmp_path):
     assert "warning: no --signal=B:USR1@120" in proc.stdout
     proc = _check(str(spec), "--sbatch-script", str(TEMPLATE))
     assert proc.returncode == 0 and "warning" not in proc.stdout, proc.stdout
+
+
+BOOM = REPO / "tests" / "trainables" / "boom.py"
+TOY_FILE = REPO / "tests" / "trainables" / "toy.py"
+
+
+@pytest.mark.parametrize("trainable, cause", [
+    (f"{BOOM}:train", f"RuntimeError: boom at import\n    at {BOOM}, line 6: raise RuntimeError(\"boom at import\")"),
+    (f"{TOY_FILE}:json", "is not callable (it is a module)"),
+    (f"{TOY_FILE}:wrong_signature", "must take two arguments (config, ctx), its signature is wrong_signature(config)"),
+    ("tests.trainables.boom:train", "cannot import module 'tests.trainables.boom': RuntimeError: boom at import"),
+], ids=["raises-on-import", "a-module", "wrong-signature", "module-reference"])
+def test_check_imports_the_trainable_as_a_trial_would(tmp_path, trainable, cause):
+    """The source alone looks fine in the first two: check imports it in a child process, with a trial's
+    environment, and names the exception and the trainable's own line; in under 10 s."""
+    import time
+
+    spec = write_spec(tmp_path, trainable=trainable)
+    started = time.monotonic()
+    proc = _check(str(spec))
+    assert time.monotonic() - started < 10
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert cause in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert "ready to run" not in proc.stdout

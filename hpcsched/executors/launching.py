@@ -25,7 +25,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
 from submitit.core import core
 
@@ -412,6 +412,15 @@ class ProcessExecutor:
             return TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step, error)
         what = "without saying how it ended" if clean else f"({_describe_codes(codes)})"
         return TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step, f"process ended {what}{tail}")
+
+
+def inherited_environment(environ: Mapping[str, str], dropped: Iterable[str] = ()) -> dict[str, str]:
+    """What a trial's processes keep of the controller's environment: all but torch.distributed's variables
+    (and ``dropped``), with the working directory first on PYTHONPATH (the trainable was resolved from it)."""
+    leave = set(TORCH_DISTRIBUTED_VARIABLES) | set(dropped)
+    env = {k: v for k, v in environ.items() if k not in leave}
+    env["PYTHONPATH"] = os.pathsep.join([os.getcwd()] + ([environ["PYTHONPATH"]] if environ.get("PYTHONPATH") else []))
+    return env
 
 
 def _ended_by_stop_signal(code: int | None) -> bool:

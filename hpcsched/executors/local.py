@@ -21,7 +21,7 @@ from submitit.core import utils
 
 from hpcsched.clock import Clock
 from hpcsched.errors import UserError
-from hpcsched.executors.launching import TORCH_DISTRIBUTED_VARIABLES, ProcessExecutor, ProcessSettings
+from hpcsched.executors.launching import ProcessExecutor, ProcessSettings, inherited_environment
 from hpcsched.trial import TrialLaunch
 
 
@@ -120,13 +120,11 @@ def trial_environment(launch: TrialLaunch, world_size: int) -> dict[str, str]:
     """The environment of a trial's processes: submitit's job environment and the devices."""
     # torch.distributed's variables only for a trial of several processes: a library that finds
     # LOCAL_RANK (accelerate, transformers' Trainer) would otherwise start a process group of one
-    env = {k: v for k, v in os.environ.items() if k not in TORCH_DISTRIBUTED_VARIABLES}
+    env = inherited_environment(os.environ)
     env.update(SUBMITIT_EXECUTOR="hpcsched", HPCSCHED_LAUNCH_ID=launch.launch_id,
                HPCSCHED_TRIAL_ID=launch.trial_id, HPCSCHED_WORLD_SIZE=str(world_size),
                HPCSCHED_NUM_NODES="1", HPCSCHED_NODE="0",
                CUDA_VISIBLE_DEVICES=",".join(str(g) for g in launch.gpus))
-    pythonpath = [os.getcwd()] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-    env["PYTHONPATH"] = os.pathsep.join(pythonpath)
     return env
 
 

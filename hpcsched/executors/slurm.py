@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from hpcsched.clock import Clock
 from hpcsched.errors import UserError
-from hpcsched.executors.launching import TORCH_DISTRIBUTED_VARIABLES, ProcessExecutor, ProcessSettings
+from hpcsched.executors.launching import ProcessExecutor, ProcessSettings, inherited_environment
 from hpcsched.trial import TrialLaunch
 
 # Inherited from the batch step they change what every step gets (SLURM_GPUS_PER_NODE: each step
@@ -239,15 +239,13 @@ def hostfile_lines(layout: Sequence[tuple[str, int]]) -> list[str]:
 def step_environment(environ: Mapping[str, str], launch: TrialLaunch, world_size: int, nodes: int,
                      master_addr: str, master_port: int) -> dict[str, str]:
     """The step's environment: the batch step's GPU/memory variables cleared, hpcsched's set."""
-    env = {k: v for k, v in environ.items() if k not in CLEARED_VARIABLES and k not in TORCH_DISTRIBUTED_VARIABLES}
+    env = inherited_environment(environ, CLEARED_VARIABLES)
     env.update(SUBMITIT_EXECUTOR="hpcsched", HPCSCHED_LAUNCH_ID=launch.launch_id, HPCSCHED_TRIAL_ID=launch.trial_id,
                HPCSCHED_WORLD_SIZE=str(world_size), HPCSCHED_NUM_NODES=str(nodes), OMP_NUM_THREADS=str(launch.threads))
     if world_size > 1:  # torch.distributed's rendezvous; a one-process trial gets none (see local.py)
         env.update(WORLD_SIZE=str(world_size), MASTER_ADDR=master_addr, MASTER_PORT=str(master_port))
     env.pop("HPCSCHED_RANK", None)  # per task: SLURM_PROCID
     env.pop("HPCSCHED_LOCAL_RANK", None)
-    cwd = os.getcwd()
-    env["PYTHONPATH"] = os.pathsep.join([cwd] + ([environ["PYTHONPATH"]] if environ.get("PYTHONPATH") else []))
     return env
 
 
