@@ -42,5 +42,6 @@ def build_controller(spec: Spec, variant: Variant, executor: Executor, clock: Cl
     limits = [n for n in (spec.max_trials, sampler.capacity, trial_limit) if n is not None]
     settings = RunSettings(name=spec.name, variant=variant.name, spec_digest=spec.digest, seed=spec.seed,
                            deadline=deadline, atom_ids=tuple(atom_ids), max_trials=min(limits) if limits else None,
-                           metric=spec.metric.name, stop_margin=stop_margin, wind_down_grace=wind_down_grace)
+                           metric=spec.metric.name, stop_margin=stop_margin, wind_down_grace=wind_down_grace,
+                           max_failures=spec.controller.max_failures)
     return Controller(settings, scheduler, executor, clock, journal, sampler, state, on_record=on_record)

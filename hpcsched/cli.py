@@ -107,6 +107,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = run_experiment(spec, RunOptions(run_dir=args.run_dir, backend=args.backend, deadline=args.deadline,
                                              resume=args.resume, variant=args.variant, quiet=args.quiet,
                                              extend=args.extend))
+    if result.get("reason") == FinishReason.FAILURES:
+        return 1  # the trainable cannot work: whatever was saved before, the run did not do its job
     return 0 if FinishReason.planned(result.get("reason")) or result.get("best") else 1
 
 

@@ -49,6 +49,7 @@ class RunSettings:
     metric: str = "score"
     stop_margin: float = 0.0  # ask trials to checkpoint this long before the deadline
     wind_down_grace: float = 0.0  # after the deadline, how long to wait for trials to exit
+    max_failures: int | None = None  # launches in a row erroring before their first report that end the run
 
 
 class Controller:
@@ -88,7 +89,11 @@ class Controller:
             now = self.clock.now()
             for event in self.executor.poll(now):
                 self._handle(event)
-                self._decide()
+                if not self.out_of_failures:
+                    self._decide()
+            if self.out_of_failures:  # the trainable cannot work: launch nothing more
+                reason = FinishReason.FAILURES
+                break
             if now >= stop_at:
                 break
             if self.interrupted:
@@ -102,11 +107,18 @@ class Controller:
             self.journal.sync()
             due = self.scheduler.next_decision_time(self.situation())
             self.clock.sleep_until(min(self.executor.next_wakeup(now), stop_at, due if due > now else math.inf))
-        self._wind_down(give_up_at=s.deadline if reason == FinishReason.DEADLINE else None)
+        why = self.interrupted or (str(reason) if reason == FinishReason.FAILURES else "")
+        self._wind_down(give_up_at=s.deadline if reason == FinishReason.DEADLINE else None, why=why)
         if self.interrupted and reason == self.interrupted and not self._interrupt_ends_run:
             self._commit(ControllerStopped(self.clock.now(), reason))
             return self.state
         return self.finish(reason)
+
+    @property
+    def out_of_failures(self) -> bool:
+        """Whether ``max_failures`` launches in a row errored before their first report."""
+        longest, limit = self.state.failures.longest, self.settings.max_failures
+        return longest is not None and limit is not None and longest.launches >= limit
 
     def finish(self, reason: str) -> RunState:
         """Record the end of a run that has nothing live (its own end, or resumed after its deadline)."""
@@ -132,10 +144,10 @@ class Controller:
             if trial.status in LIVE:
                 self._commit(Exited(now, trial.trial_id, ExitOutcome.CHECKPOINTED, trial.checkpoint_step, why))
 
-    def _wind_down(self, give_up_at: float | None = None) -> None:
-        """Ask every live trial to checkpoint and exit; wait for them until ``give_up_at``
-        (default: the wind-down grace period from now), then kill what is left."""
-        why = self.interrupted or ""  # what ended the loop before the deadline (a signal), if anything did
+    def _wind_down(self, give_up_at: float | None = None, why: str = "") -> None:
+        """Ask every live trial to checkpoint and exit (``why``: what ended the loop before the deadline, a
+        signal or the failure budget); wait for them until ``give_up_at`` (default: the wind-down grace
+        period from now), then kill what is left."""
         for trial in list(self.state.trials.values()):
             if trial.status in LIVE and trial.intent not in (StopIntent.PAUSE, StopIntent.STOP, StopIntent.DEADLINE):
                 self._commit(StopRequested(self.clock.now(), trial.trial_id, StopIntent.DEADLINE, reason=why))

@@ -13,6 +13,9 @@ from hpcsched.scores import ExitOutcome
 from hpcsched.state import RunState, TrialStatus
 
 
+ERROR_CHARS = 120  # of the last line of an errored trial's error: what it raised (type and message)
+
+
 class Progress:
     """One line per state change: what happened, trials by state, atoms in use, best, time left."""
 
@@ -58,7 +61,7 @@ class Progress:
                 text = f"{record.trial} exited before its first step"
             else:
                 text = f"{record.trial} {record.outcome} at step {record.step}"
-            return text + (f": {record.error.splitlines()[-1][:60]}" if record.error else "")
+            return text + (f": {record.error.strip().splitlines()[-1][:ERROR_CHARS]}" if record.error.strip() else "")
         if isinstance(record, Reported) and state.best_trial == record.trial and state.best_step == record.step \
                 and state.best_score == record.score:
             return f"{record.trial} new best at step {record.step}"

@@ -25,14 +25,15 @@ class FinishReason(str, Enum):
 
     DEADLINE = "deadline"
     NOTHING_LEFT = "nothing left to run"
+    FAILURES = "failure budget"  # controller.max_failures launches in a row errored before their first report
 
     def __str__(self) -> str:
         return self.value
 
     @classmethod
     def planned(cls, reason: str | None) -> bool:
-        """Whether a run that ended with ``reason`` ended as planned (not interrupted, not aborted)."""
-        return reason in tuple(cls)
+        """Whether a run that ended with ``reason`` ended as planned (not interrupted, aborted or given up)."""
+        return reason in (cls.DEADLINE, cls.NOTHING_LEFT)
 
 
 class StopIntent(str, Enum):

@@ -20,7 +20,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from hpcsched.records import Record, Reported
+from hpcsched.failures import last_lines
+from hpcsched.records import FinishReason, Record, Reported
 from hpcsched.rundir import RunDir
 from hpcsched.scores import CHECKPOINT_SUFFIXES, checkpoint_name
 from hpcsched.spec import Spec
@@ -29,6 +30,7 @@ from hpcsched.state import RunState, TrialState
 log = logging.getLogger(__name__)
 
 UNFINISHED = "unfinished"
+GAVE_UP_LINES = 8  # of the first failed launch's error, in result.json and the message of a run that gave up
 
 
 def iso_time(t: float) -> str:
@@ -69,6 +71,12 @@ def build_result(spec: Spec, variant: str, run_dir: RunDir, state: RunState) -> 
         "finished_at": finished.t if finished else None,
         "stopped": state.stopped.reason if state.stopped and not finished else None,
     }
+    streak = state.failures.longest
+    if finished is not None and finished.reason == FinishReason.FAILURES and streak is not None:
+        # why the run gave up: launches in a row that errored before their first report, the first one's error
+        result["gave_up"] = {"launches": streak.launches, "max_failures": spec.controller.max_failures,
+                             "trainable": spec.trainable, "first_trial": streak.trial,
+                             "first_error": "\n".join(last_lines(streak.error, GAVE_UP_LINES))}
     if best is not None:
         score, trial, path = best
         entry = {"trial": trial.trial_id, "config": trial.config, "score": score,

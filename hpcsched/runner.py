@@ -192,7 +192,18 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: Back
     write_result(run_dir, result)
     run_dir.release_reserve()
     progress.summary(result, run_dir)
+    if result.get("gave_up"):
+        print(gave_up_message(result["gave_up"], spec), file=sys.stderr)
     return result
+
+
+def gave_up_message(gave_up: dict[str, Any], spec: Spec) -> str:
+    """Why a run stopped on its failure budget: the trainable, and the end of the first failed launch's error."""
+    error = "".join(f"\n    {line}" for line in gave_up["first_error"].splitlines())
+    return (f"hpcsched: stopped the run: {gave_up['launches']} launches in a row errored before their first report "
+            f"(controller.max_failures: {gave_up['max_failures']}); the trainable {gave_up['trainable']} cannot run "
+            f"as it is. The first of them ({gave_up['first_trial']}) ended:{error}\n"
+            f"Fix it ('hpcsched check {spec.source or 'SPEC'}' imports it as a trial would), then run again.")
 
 
 def _sync_quietly(journal: JsonlJournal) -> None:

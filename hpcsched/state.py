@@ -7,6 +7,7 @@ from enum import Enum
 from typing import Any, Callable
 
 from hpcsched.atoms import AtomPool
+from hpcsched.failures import LaunchStreaks
 from hpcsched.mode import MODES, Mode
 from hpcsched.scores import ExitOutcome
 from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, Launched, LaunchReason,
@@ -107,6 +108,7 @@ class RunState:
         self.best_trial: str | None = None
         self.best_step: int | None = None
         self.entrance_closed_at: float | None = None
+        self.failures = LaunchStreaks()  # launches that errored before their first report, in a row
         self.resizes = 0
         self.promotions = 0
         self.pauses = 0
@@ -203,6 +205,7 @@ class RunState:
         t.atoms, t.intent, t.relaunch_atoms = tuple(r.atoms), None, 0
         t.launched_at, t.launches, t.reports_since_launch = r.t, t.launches + 1, 0
         t.step = t.checkpoint_step = r.from_step
+        self.failures.launched(r.trial)
         self._set_status(t, TrialStatus.LAUNCHING)
 
     def _running(self, r: Running) -> None:
@@ -221,6 +224,7 @@ class RunState:
         t.last_score = r.score
         t.last_metrics = r.metrics
         t.reports_since_launch += 1
+        self.failures.reported(r.trial)
         if self.better(r.score, t.best_score):
             t.best_score, t.best_step = r.score, r.step
         if self.better(r.score, self.best_score):
@@ -256,6 +260,7 @@ class RunState:
             t.checkpoint_step = max(t.checkpoint_step, r.step)
         t.step = max(t.step, r.step)
         t.ended_at = r.t
+        self.failures.exited(r.trial, r.outcome == ExitOutcome.ERRORED, r.error)
         if r.outcome == ExitOutcome.ERRORED:
             t.error, t.relaunch_atoms = r.error, 0
             self._set_status(t, TrialStatus.ERRORED)
@@ -279,6 +284,7 @@ class RunState:
         self.pool = AtomPool(r.atom_ids)
         self.finished = None
         self.stopped = None
+        self.failures.restart()
 
     def _entrance_closed(self, r: EntranceClosed) -> None:
         self.entrance_closed_at = r.t

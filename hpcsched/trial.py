@@ -25,12 +25,12 @@ import pickle
 import signal
 import sys
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from hpcsched.event_files import open_event_log
+from hpcsched.failures import describe_failure
 from hpcsched.mode import Mode
 from hpcsched.rundir import JOURNAL, TRIALS, TrialPaths, privacy_problem
 from hpcsched.scores import (CHECKPOINT_PREFIX, CHECKPOINT_SUFFIXES, ExitLine, ExitOutcome, ReportLine, ScoresReader,
@@ -400,7 +400,7 @@ def run_trial(launch: TrialLaunch) -> dict[str, Any]:
         ctx.write_exit(ExitOutcome.DIVERGED, str(exc))
         return {"outcome": ExitOutcome.DIVERGED.value, "step": ctx.checkpoint_step, "last_step": ctx._last_step}
     except Exception as exc:
-        ctx.write_exit(ExitOutcome.ERRORED, "".join(traceback.format_exception(exc)))
+        ctx.write_exit(ExitOutcome.ERRORED, describe_failure(exc))
         raise
     finally:
         # training is over: a stop signal repeated now must not kill the exit (CPython restores

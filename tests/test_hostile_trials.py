@@ -179,7 +179,8 @@ def test_hostile_trials_end_as_errored_and_the_answer_stays_honest(tmp_path):
     spec = write_spec(tmp_path, trainable=f"{HOSTILE}:hostile", deadline="40s",
                       space={"attack": {"grid": ["none", *attacks]}, "quality": 0.01},
                       scheduler={"kind": "hypersched", "r": 2, "R": 6, "eta": 2, "resize_cooldown": 1},
-                      resources={"atoms": 2, "gpus_per_atom": 0, "cpus_per_atom": 1})
+                      resources={"atoms": 2, "gpus_per_atom": 0, "cpus_per_atom": 1},
+                      controller={"max_failures": "none"})  # nearly every trial here fails on purpose
     run = tmp_path / "run"
     proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet")
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -214,3 +214,35 @@ def test_a_hand_edited_journal_is_exit_2_with_the_line_for_status_and_resume(tmp
     _bad(tmp_path, "status", str(run), expect=expect)
     _bad(tmp_path, "status", str(run), "--json", expect=expect)
     _bad(tmp_path, "run", str(write_spec(tmp_path)), "--run-dir", str(run), "--resume", expect=expect)
+
+
+@pytest.mark.parametrize("trainable", ["boom.py:train", "toy.py:json"])
+def test_a_trainable_that_cannot_work_stops_the_run_with_exit_1(tmp_path, trainable):
+    """Every launch errors before its first report: after controller.max_failures of them in a row the run
+    stops (exit 1) naming the trainable and the first error's last lines; result.json says why; each
+    errored trial's progress line shows what it raised."""
+    from tests.runs import REPO
+
+    spec = write_spec(tmp_path, trainable=str(REPO / "tests" / "trainables" / trainable), deadline="60s",
+                      space={"quality": {"uniform": [0.0, 1.0]}}, controller={"max_failures": 3})
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    cause = "RuntimeError: boom at import" if trainable.startswith("boom") else "is not callable (it is a module)"
+    import re
+
+    stopped = re.search(r"stopped the run: (\d+) launches in a row errored before their first report "
+                        r"\(controller.max_failures: 3\)", proc.stderr)
+    assert stopped and 3 <= int(stopped.group(1)) <= 4, proc.stderr  # two atoms: the last two may end in one poll
+    assert f"the trainable {REPO / 'tests' / 'trainables' / trainable} cannot run" in proc.stderr
+    assert cause in proc.stderr.splitlines()[-2] and "Traceback" not in proc.stderr.splitlines()[0]
+    errored = [line for line in proc.stdout.splitlines() if " errored at step 0" in line]
+    assert len(errored) >= 3 and all(cause[:40] in line for line in errored), proc.stdout
+    assert "run finished (failure budget)" in proc.stdout
+    launched = [r for r in records(run) if r.kind == "launched"]
+    assert len(launched) <= 3 + 2  # the three, and at most the two atoms' next launches, killed in their setup
+    result = json.loads((run / "result.json").read_text())
+    assert result["reason"] == "failure budget" and result["gave_up"]["launches"] == int(stopped.group(1))
+    assert cause in result["gave_up"]["first_error"] and result["gave_up"]["first_trial"] == "t0000"
+    status = hpcsched("status", str(run))
+    assert status.returncode == 0 and "finished (failure budget)" in status.stdout

@@ -227,6 +227,16 @@ def trainable_ref(value: Any) -> str:
     return text
 
 
+def count_or_none(value: Any) -> int | None:
+    """A count of at least 1, or none (null): no limit."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+        return None
+    try:
+        return int_at_least(1)(value)
+    except ValueError:
+        raise ValueError(f"expected a count of at least 1 or none, got {shown(value)}") from None
+
+
 def hang_timeout(value: Any) -> float | None:
     if isinstance(value, str) and value.strip().lower() in ("auto", "none"):
         return None if value.strip().lower() == "auto" else math.inf

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hpcsched.errors import SpecError, shown
+from hpcsched.failures import DEFAULT_MAX_FAILURES
 from hpcsched.samplers import SamplerSpec
 from hpcsched.scaling import Scaling, named_scaling
 from hpcsched.space import Space
@@ -91,6 +92,8 @@ class ControllerSpec:
     stop_grace: float = 60.0  # a trial asked to stop is killed after this long (its last checkpoint counts)
     hang_timeout: float | None = None  # silent this long: hung, killed, errored (None: auto; inf: never)
     verdict_timeout: float = 10.0  # at a decision step a trial waits this long at most for the verdict (0: never)
+    max_failures: int | None = DEFAULT_MAX_FAILURES  # launches in a row erroring before their first report
+    #                                                   that stop the run (None: never)
 
     def stop_margin_for(self, run_seconds: float) -> float:
         """The stop margin of a run ``run_seconds`` long (start to deadline): the spec's, else

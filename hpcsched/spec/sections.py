@@ -35,7 +35,7 @@ RESOURCES_FIELDS: Table = {"atoms": f.auto_or(f.at_most(f.int_at_least(1), MAX_A
                            "mem_per_atom": f.memory, "distributed": f.boolean}
 CONTROLLER_FIELDS: Table = {"poll_interval": f.positive_duration, "stop_margin": f.duration,
                             "stop_grace": f.positive_duration, "hang_timeout": f.hang_timeout,
-                            "verdict_timeout": f.duration}
+                            "verdict_timeout": f.duration, "max_failures": f.count_or_none}
 
 
 def scheduler_fields(path: str, problems: list[str]) -> Table:
