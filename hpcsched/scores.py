@@ -3,9 +3,15 @@
 
 Every launch of a trial appends JSON lines to ``trials/<id>/scores.jsonl``::
 
-    {"kind":"started","t":...,"launch":"t0003-l2"}
-    {"kind":"report","t":...,"launch":"t0003-l2","step":7,"score":0.81,"checkpoint":"step-00000007.pt"}
-    {"kind":"exit","t":...,"launch":"t0003-l2","outcome":"checkpointed","step":7}
+    {"kind":"started","t":...,"launch":"t0003-l2","token":"9f1c..."}
+    {"kind":"report","t":...,"launch":"t0003-l2","token":"9f1c...","step":7,"score":0.81,"checkpoint":"step-00000007.pt"}
+    {"kind":"exit","t":...,"launch":"t0003-l2","token":"9f1c...","outcome":"checkpointed","step":7}
+
+``token`` is the launch's secret, given to its processes only, in their environment (TOKEN_VARIABLE):
+a reader that knows it takes a line as the launch's only when it carries it, so another trial cannot
+write lines in its name (another process of the same user can still read the environment or the
+launch record that holds it: this attributes lines, it does not isolate users). Lines without a token
+(written before launches had one) are read by a reader that knows none.
 
 The file is written by the trial's process (any code the user runs), so the controller treats
 it as input: ``parse_line`` turns each line into a typed line or a ``BadLine`` with the reason
@@ -26,7 +32,7 @@ import logging
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from enum import Enum
 from typing import Any, Mapping, TypeGuard, Union
@@ -39,6 +45,7 @@ CHECKPOINT_PREFIX = "step-"
 CHECKPOINT_SUFFIXES = (".pt", ".pkl")
 MAX_LINE_BYTES = 64 * 1024  # a report line is ~150 bytes; metrics may add some
 MAX_ERROR_CHARS = 4000
+TOKEN_VARIABLE = "HPCSCHED_LAUNCH_TOKEN"  # the launch's secret, in its processes' environment
 MAX_INT = 2**63 - 1  # integers a metric may hold (a 64-bit tensor's .item() at most)
 NON_FINITE_WORDS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}  # a non-finite metric, as written
 
@@ -77,6 +84,7 @@ class StartedLine:
 
     launch: str
     t: float
+    token: str = ""  # the launch's secret (TOKEN_VARIABLE)
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,7 @@ class ReportLine:
     score: float
     checkpoint: str = ""  # file name in the trial's checkpoints/, saved with this report
     metrics: dict[str, Any] = field(default_factory=dict)
+    token: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,7 @@ class ExitLine:
     outcome: str  # one of EXIT_OUTCOMES
     step: int = 0  # the step of its last checkpoint
     error: str = ""
+    token: str = ""
 
 
 @dataclass(frozen=True)
@@ -106,6 +116,7 @@ class BadLine:
 
     launch: str
     reason: str
+    token: str = ""  # the token the refused line carried
 
 
 ScoreLine = Union[StartedLine, ReportLine, ExitLine]
@@ -116,17 +127,19 @@ ScoreLine = Union[StartedLine, ReportLine, ExitLine]
 
 def format_line(line: ScoreLine) -> str:
     """One line of the file, newline included (finite JSON only)."""
-    data: dict[str, Any]
+    data: dict[str, Any] = {"kind": "", "t": line.t, "launch": line.launch}
+    if line.token:
+        data["token"] = line.token
     if isinstance(line, StartedLine):
-        data = {"kind": "started", "t": line.t, "launch": line.launch}
+        data["kind"] = "started"
     elif isinstance(line, ReportLine):
-        data = {"kind": "report", "t": line.t, "launch": line.launch, "step": line.step, "score": line.score}
+        data.update(kind="report", step=line.step, score=line.score)
         if line.checkpoint:
             data["checkpoint"] = line.checkpoint
         if line.metrics:
             data["metrics"] = {name: metric_value(value) for name, value in line.metrics.items()}
     else:
-        data = {"kind": "exit", "t": line.t, "launch": line.launch, "outcome": line.outcome, "step": line.step}
+        data.update(kind="exit", outcome=line.outcome, step=line.step)
         if line.error:
             data["error"] = line.error[-MAX_ERROR_CHARS:]
     return json.dumps(data, separators=(",", ":"), allow_nan=False) + "\n"
@@ -208,20 +221,28 @@ def parse_line(raw: bytes) -> ScoreLine | BadLine | None:
     """A typed line; a BadLine (with the launch it names) when it breaks the format; None for
     a line that names no launch (garbage, a torn write): nothing to attribute it to."""
     if len(raw) > MAX_LINE_BYTES:
-        launch = _launch_named(raw)
+        launch = _named(raw, "launch")
         if launch is None:
             return None
-        return BadLine(launch, f"a scores line of {len(raw)} bytes (at most {MAX_LINE_BYTES})")
+        return BadLine(launch, f"a scores line of {len(raw)} bytes (at most {MAX_LINE_BYTES})",
+                       _named(raw, "token") or "")
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return None
     except RecursionError:  # nested deeper than the parser goes: refused if it names a launch
-        launch = _launch_named(raw)
-        return None if launch is None else BadLine(launch, "a scores line nested too deeply to read")
+        launch = _named(raw, "launch")
+        return None if launch is None else BadLine(launch, "a scores line nested too deeply to read",
+                                                   _named(raw, "token") or "")
     if not isinstance(data, dict) or not isinstance(data.get("launch"), str):
         return None
-    launch = data["launch"]
+    token = data.get("token", "")
+    line = _typed(data, data["launch"])
+    return replace(line, token=token) if isinstance(token, str) and token else line
+
+
+def _typed(data: dict[str, Any], launch: str) -> ScoreLine | BadLine:
+    """The typed line of a parsed object that names a launch (without its token)."""
     kind = data.get("kind")
     t = _time(data)
     if kind == "started":
@@ -251,9 +272,9 @@ def parse_line(raw: bytes) -> ScoreLine | BadLine | None:
     return BadLine(launch, f"unknown kind {shown(kind)}")
 
 
-def _launch_named(raw: bytes) -> str | None:
-    """The launch a line names near its start, found without parsing it (a line too long or too deep)."""
-    match = re.search(rb'"launch"\s*:\s*"([A-Za-z0-9._-]{1,100})"', raw[:4096])
+def _named(raw: bytes, key: str) -> str | None:
+    """The launch (or token) a line names near its start, found without parsing it (a line too long or too deep)."""
+    match = re.search(rb'"' + key.encode() + rb'"\s*:\s*"([A-Za-z0-9._-]{1,100})"', raw[:4096])
     return match.group(1).decode() if match else None
 
 
@@ -268,11 +289,14 @@ def check_report(line: ReportLine, last_step: int, max_steps: int) -> BadLine | 
 
 class ScoresReader:
     """Yields the new complete lines of one launch (``launch_id``; None: of every launch),
-    parsed; a partial last line waits for the next read. Keeps a byte offset, never re-reads."""
+    parsed; a partial last line waits for the next read. Keeps a byte offset, never re-reads.
+    With the launch's ``token``, a line naming the launch without it is skipped with a warning:
+    another process wrote it (it is not the launch's, not even to be refused in its name)."""
 
-    def __init__(self, path: Path, launch_id: str | None, offset: int = 0):
+    def __init__(self, path: Path, launch_id: str | None, offset: int = 0, token: str | None = None):
         self.path = Path(path)
         self.launch_id = launch_id
+        self.token = token
         self.offset = offset
         self._in_long_line = False  # inside a line already refused for its length: skip to its end
 
@@ -315,4 +339,8 @@ class ScoresReader:
         if line is None:
             log.warning("%s: skipped a line that is not a scores line: %r", self.path, raw[:80])
         elif self.launch_id is None or line.launch == self.launch_id:
+            if self.token is not None and line.token != self.token:
+                log.warning("%s: skipped a line in the name of launch %s without its token (another process "
+                            "wrote it): %r", self.path, line.launch, raw[:80])
+                return
             lines.append(line)

@@ -33,8 +33,8 @@ from hpcsched.event_files import open_event_log
 from hpcsched.failures import describe_failure
 from hpcsched.mode import Mode
 from hpcsched.rundir import JOURNAL, TRIALS, TrialPaths, privacy_problem
-from hpcsched.scores import (CHECKPOINT_PREFIX, CHECKPOINT_SUFFIXES, ExitLine, ExitOutcome, ReportLine, ScoresReader,
-                             StartedLine, append_line, checkpoint_name, checkpoint_step)
+from hpcsched.scores import (CHECKPOINT_PREFIX, CHECKPOINT_SUFFIXES, TOKEN_VARIABLE, ExitLine, ExitOutcome, ReportLine,
+                             ScoresReader, StartedLine, append_line, checkpoint_name, checkpoint_step)
 from hpcsched.verdict import Verdict, read_verdict
 
 STOP_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM)  # "checkpoint at the next step and exit"
@@ -205,6 +205,7 @@ class TrialContext:
         self._last_step = launch.from_step
         self._verdicts_expected = True  # until one fails to come (see _await_verdict)
         self._parent = os.getppid()
+        self._token = os.environ.get(TOKEN_VARIABLE, "")  # every line carries it: the controller knows it is ours
         self._started = False
         self._best_score, self._best_step = _best_so_far(self.paths.scores, launch.mode)
         self._events = open_event_log(self.paths.tensorboard) if self.is_chief else None
@@ -239,7 +240,7 @@ class TrialContext:
             self._started = True
             if self._events is not None:
                 self._events.open()  # its import is setup: measured as startup, not in the first step
-            self._write_line(StartedLine(self.launch.launch_id, time.time()))
+            self._write_line(StartedLine(self.launch.launch_id, time.time(), self._token))
 
     def steps(self) -> Iterator[int]:
         """Steps to train: start_step + 1 .. max_steps; ends early when a stop is requested."""
@@ -280,7 +281,7 @@ class TrialContext:
                     self._best_score, self._best_step = score, step
                 self._prune_checkpoints()
             plain = {k: _plain(v) for k, v in metrics.items()}
-            self._write_line(ReportLine(self.launch.launch_id, time.time(), step, score, saved, plain))
+            self._write_line(ReportLine(self.launch.launch_id, time.time(), step, score, saved, plain, self._token))
             if self._events is not None:
                 self._events.add(step, {self.launch.metric: score, **plain})
             if self._verdicts_expected and self.launch.waits_at(step):
@@ -331,7 +332,8 @@ class TrialContext:
 
     def write_exit(self, outcome: str, error: str = "") -> None:
         """Record how this launch ended (the controller reads it instead of any pickle)."""
-        self._write_line(ExitLine(self.launch.launch_id, time.time(), outcome, self.checkpoint_step, error))
+        self._write_line(ExitLine(self.launch.launch_id, time.time(), outcome, self.checkpoint_step, error,
+                                  self._token))
 
     def _prune_checkpoints(self) -> None:
         """Keep the latest checkpoint and the trial's best one."""

@@ -89,6 +89,22 @@ def test_garbage_without_a_launch_is_skipped_not_refused():
     assert parse_line(b"[1, 2]") is None
 
 
+def test_a_reader_that_knows_the_token_takes_only_lines_that_carry_it(tmp_path):
+    """Not even a refusal is taken from a line without the token: another process cannot end the launch."""
+    path = tmp_path / "scores.jsonl"
+    append_line(path, ReportLine("t0-l1", 1.0, 1, 0.1, token="s3cret"))
+    append_line(path, ReportLine("t0-l1", 2.0, 2, 9.9))  # no token
+    append_line(path, ReportLine("t0-l1", 2.0, 2, 9.9, token="other"))
+    with open(path, "a") as f:
+        f.write('{"kind":"report","launch":"t0-l1","token":"other","step":2,"score":NaN}\n')
+        f.write('{"kind":"report","launch":"t0-l1","token":"other","pad":"' + "x" * 70_000 + '"}\n')
+    append_line(path, ExitLine("t0-l1", 3.0, "finished", 1, token="s3cret"))
+    lines = ScoresReader(path, "t0-l1", token="s3cret").read()
+    assert lines == [ReportLine("t0-l1", 1.0, 1, 0.1, token="s3cret"), ExitLine("t0-l1", 3.0, "finished", 1,
+                                                                                token="s3cret")]
+    assert len(ScoresReader(path, "t0-l1").read()) == 6  # a reader that knows no token (older launches) takes all
+
+
 def test_steps_must_follow_and_stay_within_R():
     line = ReportLine("a", 0.0, 5, 0.5)
     assert check_report(line, 4, 10) is None
@@ -359,3 +375,26 @@ def test_non_finite_metrics_neither_kill_the_trial_nor_crash_the_controller(tmp_
     assert json.loads((run / "result.json").read_text())["best"]["step"] == 4
     scores = load_run(run).scores
     assert scores["loss"].dtype == float and math.isnan(scores["loss"].iloc[0]) and scores["loss"].iloc[1] == math.inf
+
+
+def test_a_trial_cannot_forge_the_reports_of_another(tmp_path):
+    """Lines in another launch's name, without that launch's token (none, or the forger's own), are
+    skipped: the victim trains on, the answer keeps its own scores."""
+    spec = write_spec(tmp_path, trainable=f"{HOSTILE}:forges", deadline="30s", max_trials=2,
+                      space={"role": {"grid": ["forger", "victim"]}, "step_time": 0.1},
+                      resources={"atoms": 2, "gpus_per_atom": 0, "cpus_per_atom": 1})
+    _set(spec, scheduler={"kind": "random", "R": 10})
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = records(run)
+    roles = {r.trial: r.config["role"] for r in recs if type(r).__name__ == "TrialCreated"}
+    forger = next(trial for trial, role in roles.items() if role == "forger")
+    victim = next(trial for trial, role in roles.items() if role == "victim")
+    assert (run / "trials" / forger / "forged").read_text() == f"{victim}-l1"  # the forgery was written
+    reported = [r for r in recs if type(r).__name__ == "Reported"]
+    assert max(r.score for r in reported) <= 0.2
+    assert [r.step for r in reported if r.trial == victim] == list(range(1, 11))
+    assert proc.stderr.count(f"in the name of launch {victim}-l1 without its token") == 2, proc.stderr
+    assert {r.trial: r.outcome for r in recs if isinstance(r, Exited)} == {forger: "finished", victim: "finished"}
+    assert json.loads((run / "result.json").read_text())["best"]["score"] <= 0.2

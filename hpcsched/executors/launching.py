@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import re
+import secrets
 import shlex
 import signal
 import socket
@@ -153,8 +154,9 @@ class ProcessExecutor:
     def world_size(self, atoms: tuple[str, ...]) -> int:
         return 1
 
-    def spawn(self, command: str, launch: TrialLaunch, folder: Path, world_size: int) -> list[Any]:
-        """Start the launch's process(es) running ``command``; return handles with poll/pid/send_signal."""
+    def spawn(self, command: str, launch: TrialLaunch, folder: Path, world_size: int, token: str) -> list[Any]:
+        """Start the launch's process(es) running ``command``, with ``token`` in their environment
+        (scores.TOKEN_VARIABLE); return handles with poll/pid/send_signal."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ executor protocol
@@ -181,11 +183,16 @@ class ProcessExecutor:
         paths.scores.touch(exist_ok=True)
         write_verdict(paths.verdict(launch_id), request.from_step, Verdict.CONTINUE)
         world = self.world_size(tuple(request.atoms))
-        submitter = _Submitter(folder, lambda command: self.spawn(command, launch, folder, world))
+        # the launch's secret: its lines carry it, so no other process can write in its name; recorded
+        # before the launch exists, so that a restarted controller knows it whenever it finds the launch
+        token = secrets.token_hex(16)
+        record = {"launch": launch_id, "host": socket.gethostname(), "t": self.clock.now(), "pids": [],
+                  "atoms": list(request.atoms), "token": token}
+        paths.launch_record(launch_id).write_text(json.dumps(record))
+        submitter = _Submitter(folder, lambda command: self.spawn(command, launch, folder, world, token))
         submitter.submit_launch(launch_id, world, launch)
         now = self.clock.now()
-        record = {"launch": launch_id, "host": socket.gethostname(), "t": now,
-                  "pids": [p.pid for p in submitter.processes], "atoms": list(request.atoms)}
+        record.update(t=now, pids=[p.pid for p in submitter.processes])
         try:
             paths.launch_record(launch_id).write_text(json.dumps(record))
         except OSError:
@@ -193,9 +200,9 @@ class ProcessExecutor:
                 process.kill()
             raise
         self._live[request.trial_id] = _Launch(request, launch, folder, submitter.processes,
-                                               ScoresReader(paths.scores, launch_id), now, world_size=world,
-                                               checkpoint_step=request.from_step, last_step=request.from_step,
-                                               last_output=now)
+                                               ScoresReader(paths.scores, launch_id, token=token), now,
+                                               world_size=world, checkpoint_step=request.from_step,
+                                               last_step=request.from_step, last_output=now)
 
     def request_stop(self, trial_id: str) -> None:
         launch = self._live.get(trial_id)
@@ -284,7 +291,7 @@ class ProcessExecutor:
         now = self.clock.now()
         events: list[Event] = []
         checkpoint_step, step, exit_line = from_step, 0, None  # reports restart after the launch's own start
-        for line in ScoresReader(paths.scores, launch_id).read():
+        for line in ScoresReader(paths.scores, launch_id, token=_recorded_token(paths.launch_record(launch_id))).read():
             if isinstance(line, BadLine):
                 events.append(TrialExit(trial_id, now, ExitOutcome.ERRORED, checkpoint_step,
                                         f"refused its scores file: {line.reason}"))
@@ -543,6 +550,15 @@ def _send(pid: int, sig: int) -> None:
         os.kill(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _recorded_token(record: Path) -> str | None:
+    """The token a launch record names (None: no record, or one written before launches had tokens)."""
+    try:
+        token = json.loads(record.read_text()).get("token")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return token if isinstance(token, str) and token else None
 
 
 def _alive_orphans(record: Path, folder: Path) -> list[int]:

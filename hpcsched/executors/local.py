@@ -22,6 +22,7 @@ from submitit.core import utils
 from hpcsched.clock import Clock
 from hpcsched.errors import UserError
 from hpcsched.executors.launching import ProcessExecutor, ProcessSettings, inherited_environment
+from hpcsched.scores import TOKEN_VARIABLE
 from hpcsched.trial import TrialLaunch
 
 
@@ -97,8 +98,8 @@ class LocalExecutor(ProcessExecutor):
             return 1
         return len(atoms) * (r.gpus_per_atom or 1)
 
-    def spawn(self, command: str, launch: TrialLaunch, folder: Path, world_size: int) -> list[Any]:
-        base = trial_environment(launch, world_size)
+    def spawn(self, command: str, launch: TrialLaunch, folder: Path, world_size: int, token: str) -> list[Any]:
+        base = trial_environment(launch, world_size, token)
         if world_size > 1:
             base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), WORLD_SIZE=str(world_size))
         threads = launch.threads
@@ -116,15 +117,15 @@ class LocalExecutor(ProcessExecutor):
         return processes
 
 
-def trial_environment(launch: TrialLaunch, world_size: int) -> dict[str, str]:
-    """The environment of a trial's processes: submitit's job environment and the devices."""
+def trial_environment(launch: TrialLaunch, world_size: int, token: str = "") -> dict[str, str]:
+    """The environment of a trial's processes: submitit's job environment, the devices, the launch's token."""
     # torch.distributed's variables only for a trial of several processes: a library that finds
     # LOCAL_RANK (accelerate, transformers' Trainer) would otherwise start a process group of one
     env = inherited_environment(os.environ)
     env.update(SUBMITIT_EXECUTOR="hpcsched", HPCSCHED_LAUNCH_ID=launch.launch_id,
                HPCSCHED_TRIAL_ID=launch.trial_id, HPCSCHED_WORLD_SIZE=str(world_size),
                HPCSCHED_NUM_NODES="1", HPCSCHED_NODE="0",
-               CUDA_VISIBLE_DEVICES=",".join(str(g) for g in launch.gpus))
+               CUDA_VISIBLE_DEVICES=",".join(str(g) for g in launch.gpus), **{TOKEN_VARIABLE: token})
     return env
 
 

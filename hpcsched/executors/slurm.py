@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 from hpcsched.clock import Clock
 from hpcsched.errors import UserError
 from hpcsched.executors.launching import ProcessExecutor, ProcessSettings, inherited_environment
+from hpcsched.scores import TOKEN_VARIABLE
 from hpcsched.trial import TrialLaunch
 
 # Inherited from the batch step they change what every step gets (SLURM_GPUS_PER_NODE: each step
@@ -237,11 +238,13 @@ def hostfile_lines(layout: Sequence[tuple[str, int]]) -> list[str]:
 
 
 def step_environment(environ: Mapping[str, str], launch: TrialLaunch, world_size: int, nodes: int,
-                     master_addr: str, master_port: int) -> dict[str, str]:
-    """The step's environment: the batch step's GPU/memory variables cleared, hpcsched's set."""
+                     master_addr: str, master_port: int, token: str = "") -> dict[str, str]:
+    """The step's environment: the batch step's GPU/memory variables cleared, hpcsched's set (the launch's
+    token too)."""
     env = inherited_environment(environ, CLEARED_VARIABLES)
     env.update(SUBMITIT_EXECUTOR="hpcsched", HPCSCHED_LAUNCH_ID=launch.launch_id, HPCSCHED_TRIAL_ID=launch.trial_id,
-               HPCSCHED_WORLD_SIZE=str(world_size), HPCSCHED_NUM_NODES=str(nodes), OMP_NUM_THREADS=str(launch.threads))
+               HPCSCHED_WORLD_SIZE=str(world_size), HPCSCHED_NUM_NODES=str(nodes), OMP_NUM_THREADS=str(launch.threads),
+               **{TOKEN_VARIABLE: token})
     if world_size > 1:  # torch.distributed's rendezvous; a one-process trial gets none (see local.py)
         env.update(WORLD_SIZE=str(world_size), MASTER_ADDR=master_addr, MASTER_PORT=str(master_port))
     env.pop("HPCSCHED_RANK", None)  # per task: SLURM_PROCID
@@ -277,7 +280,7 @@ class SlurmExecutor(ProcessExecutor):
         r = self.resources
         return sum(n for _, n in step_layout(atoms, r.gpus_per_atom, r.distributed))
 
-    def spawn(self, command: str, launch: TrialLaunch, folder: Path, world_size: int) -> list[Any]:
+    def spawn(self, command: str, launch: TrialLaunch, folder: Path, world_size: int, token: str) -> list[Any]:
         import shlex
 
         r = self.resources
@@ -289,7 +292,7 @@ class SlurmExecutor(ProcessExecutor):
         srun = srun_command(launch.launch_id, folder, layout, gpus_per_task, cpus_per_task, mem_per_cpu,
                             shlex.split(command))
         env = step_environment(os.environ, launch, world_size, len(layout), layout[0][0],
-                               master_port_for(launch.launch_id))
+                               master_port_for(launch.launch_id), token)
         if "--distribution=arbitrary" in srun:
             hostfile = folder / f"{launch.launch_id}.hosts"
             hostfile.write_text("\n".join(hostfile_lines(layout)) + "\n")

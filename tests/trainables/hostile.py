@@ -23,7 +23,9 @@ class _Planted:
 
 
 def _report(ctx, **fields):
-    return {"kind": "report", "t": time.time(), "launch": ctx.launch.launch_id, **fields}
+    """A report line of this launch, with its token (as ``ctx.report`` would write it)."""
+    return {"kind": "report", "t": time.time(), "launch": ctx.launch.launch_id,
+            "token": os.environ.get("HPCSCHED_LAUNCH_TOKEN", ""), **fields}
 
 
 def _json(data, **raw):
@@ -119,3 +121,45 @@ def rank_aborts(config, ctx):
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file left in the working directory
             os.abort()
         ctx.report(step, 0.5 * step / ctx.max_steps, state={"step": step})
+
+
+def forges(config, ctx):
+    """``role: forger`` appends to another trial's scores.jsonl a report in the name of that trial's
+    launch: its last step, score 9.9, a checkpoint it plants beside (once without a token, once with
+    its own), then trains honestly; any other role trains honestly, scores at most 0.2."""
+    import json
+
+    if config["role"] == "forger":
+        victim = _launch_of_another(ctx)
+        if victim is not None:
+            launch, folder = victim
+            name = f"step-{ctx.max_steps:08d}.pkl"
+            (folder / "checkpoints").mkdir(exist_ok=True)
+            (folder / "checkpoints" / name).write_bytes(pickle.dumps({"forged": True}))
+            forged = {"kind": "report", "t": time.time(), "launch": launch, "step": ctx.max_steps, "score": 9.9,
+                      "checkpoint": name}
+            own = {**forged, "token": os.environ.get("HPCSCHED_LAUNCH_TOKEN", "")}
+            with open(folder / "scores.jsonl", "a") as f:
+                f.write(json.dumps(forged) + "\n" + json.dumps(own) + "\n")
+            (ctx.trial_dir / "forged").write_text(launch)
+    for step in ctx.steps():
+        time.sleep(config.get("step_time", 0.05))
+        ctx.report(step, 0.2 * step / ctx.max_steps, state={"step": step})
+
+
+def _launch_of_another(ctx, timeout=20.0):
+    """(launch id, trial folder) of another trial of the run once it has started, from its scores file."""
+    import json
+
+    give_up = time.time() + timeout
+    while time.time() < give_up:
+        for folder in ctx.trial_dir.parent.iterdir():
+            scores = folder / "scores.jsonl"
+            if folder == ctx.trial_dir or not scores.exists():
+                continue
+            for line in scores.read_text().splitlines():
+                data = json.loads(line)
+                if data.get("kind") == "started":
+                    return data["launch"], folder
+        time.sleep(0.05)
+    return None
