@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import pickle
 import time
 from pathlib import Path
@@ -398,3 +399,45 @@ def test_a_trial_cannot_forge_the_reports_of_another(tmp_path):
     assert proc.stderr.count(f"in the name of launch {victim}-l1 without its token") == 2, proc.stderr
     assert {r.trial: r.outcome for r in recs if isinstance(r, Exited)} == {forger: "finished", victim: "finished"}
     assert json.loads((run / "result.json").read_text())["best"]["score"] <= 0.2
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["exits", "killed"])
+def test_no_process_a_trial_started_outlives_it(tmp_path, how):
+    """Children in the trial's session and in a session of their own (found by the launch's token in
+    their environment) are killed once the trial exits by itself or is killed (the controller's shutdown)."""
+    from hpcsched.executors.base import LaunchRequest, TrialExit
+
+    run = tmp_path / "run"
+    (run / "trials").mkdir(parents=True, mode=0o700)
+    run.chmod(0o700)
+    settings = ProcessSettings(run_dir=run, trainable=f"{HOSTILE}:leaves_children", max_steps=3, metric="score",
+                               mode="max", poll_interval=0.05)
+    executor = LocalExecutor(settings, WallClock(), LocalResources(1, 0, 1))
+    children = run / "trials" / "t0" / "children"
+    try:
+        executor.launch(LaunchRequest("t0", 0, {"hang": how == "killed"}, ("cpu0",), 0, "start", 1))
+        events: list = []
+        if how == "exits":
+            assert wait_for(lambda: events.extend(executor.poll(time.time())) or
+                            any(isinstance(e, TrialExit) for e in events), timeout=60)
+            assert [e.outcome for e in events if isinstance(e, TrialExit)] == ["finished"]
+        else:
+            assert wait_for(lambda: events.extend(executor.poll(time.time())) or
+                            sum(type(e).__name__ == "TrialReport" for e in events) == 3, timeout=60)
+    finally:
+        executor.shutdown()
+    pids = [int(p) for p in children.read_text().split()]
+    try:
+        assert wait_for(lambda: not any(_running(pid) for pid in pids), timeout=5), \
+            [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids if _running(pid)]
+    finally:
+        for pid in pids:  # on the old code: do not leave them behind either
+            if _running(pid):
+                os.kill(pid, 9)

@@ -32,6 +32,7 @@ from submitit.core import core
 
 from hpcsched.clock import Clock
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
+from hpcsched.executors.processes import kill_group, kill_leftovers, pid_alive, send
 from hpcsched.rundir import RESERVE_BYTES, TrialPaths, launch_id_of
 from hpcsched.schedulers.decisions import DecisionSteps
 from hpcsched.scores import BadLine, ExitLine, ExitOutcome, ReportLine, ScoresReader, StartedLine, check_report
@@ -115,6 +116,7 @@ class _Launch:
     last_output: float = 0.0  # when the controller last read a line of this launch (its launch time before)
     awaiting: int | None = None  # the decision step the trial waits at for its verdict
     bad_line: str = ""  # why this launch's scores were refused; ends it as errored
+    token: str = ""  # the launch's secret: its lines carry it, its processes have it in their environment
 
 
 @dataclass(frozen=True)
@@ -197,12 +199,12 @@ class ProcessExecutor:
             paths.launch_record(launch_id).write_text(json.dumps(record))
         except OSError:
             for process in submitter.processes:  # not followed by anyone: do not leave it running
-                process.kill()
+                kill_group(process.pid)
             raise
         self._live[request.trial_id] = _Launch(request, launch, folder, submitter.processes,
                                                ScoresReader(paths.scores, launch_id, token=token), now,
                                                world_size=world, checkpoint_step=request.from_step,
-                                               last_step=request.from_step, last_output=now)
+                                               last_step=request.from_step, last_output=now, token=token)
 
     def request_stop(self, trial_id: str) -> None:
         launch = self._live.get(trial_id)
@@ -232,6 +234,7 @@ class ProcessExecutor:
             if all(c is not None for c in codes):
                 events.extend(self._read_lines(launch, now))
                 events.append(self._exit_event(launch, codes, now))
+                _kill_leftovers(launch)  # what it started and left running (a DataLoader worker, a daemon)
                 del self._live[trial_id]
                 continue
             silent = now - launch.last_output
@@ -275,23 +278,25 @@ class ProcessExecutor:
         """
         launch_id = launch_id_of(trial_id, launches)
         paths = TrialPaths.of(self.settings.run_dir, trial_id)
-        pids = _alive_orphans(paths.launch_record(launch_id), paths.launches)
+        pids = orphans = _alive_orphans(paths.launch_record(launch_id), paths.launches)
         if pids:  # on the injected clock, as the loop waits for anything else
             deadline = self.clock.now() + self.settings.stop_grace
             next_signal = -math.inf
             while pids and self.clock.now() < deadline:
                 if self.clock.now() >= next_signal:
                     for pid in pids:
-                        _send(pid, signal.SIGUSR1)
+                        send(pid, signal.SIGUSR1)
                     next_signal = self.clock.now() + SIGNAL_REPEAT_S
                 self.clock.sleep_until(min(self.clock.now() + ORPHAN_POLL_S, deadline))
-                pids = [p for p in pids if _pid_alive(p)]
+                pids = [p for p in pids if pid_alive(p)]
             for pid in pids:
-                _send(pid, signal.SIGKILL)
+                send(pid, signal.SIGKILL)
+        token = _recorded_token(paths.launch_record(launch_id))
+        kill_leftovers(orphans, token, launch_id)  # of their sessions, and whatever carries the launch's token
         now = self.clock.now()
         events: list[Event] = []
         checkpoint_step, step, exit_line = from_step, 0, None  # reports restart after the launch's own start
-        for line in ScoresReader(paths.scores, launch_id, token=_recorded_token(paths.launch_record(launch_id))).read():
+        for line in ScoresReader(paths.scores, launch_id, token=token).read():
             if isinstance(line, BadLine):
                 events.append(TrialExit(trial_id, now, ExitOutcome.ERRORED, checkpoint_step,
                                         f"refused its scores file: {line.reason}"))
@@ -388,19 +393,16 @@ class ProcessExecutor:
 
     @staticmethod
     def _end_processes(launch: _Launch) -> None:
+        """SIGKILL the launch's processes with their process groups, then what is left of their sessions."""
         for p in launch.processes:
-            if p.poll() is None:
-                try:
-                    p.kill()
-                except ProcessLookupError:
-                    pass  # it has just exited
-                except OSError as exc:
-                    log.warning("could not kill pid %s of %s: %s", p.pid, launch.launch.launch_id, exc)
+            if p.poll() is None:  # not yet reaped: its pid still names its group
+                kill_group(p.pid)
         for p in launch.processes:
             try:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 log.warning("pid %s of %s did not exit within 10 s of SIGKILL", p.pid, launch.launch.launch_id)
+        _kill_leftovers(launch)
 
     def _exit_event(self, launch: _Launch, codes: list[int | None], now: float) -> TrialExit:
         """Asked to stop and killed: its last checkpoint counts. Otherwise the exit line the
@@ -531,25 +533,9 @@ def _last_lines(path: Path, lines: int | None) -> list[str]:
     return text if lines is None else text[-lines:]
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is dead for us
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def _send(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _kill_leftovers(launch: _Launch) -> None:
+    """Kill what a launch that has exited (or was killed) left running on this host (processes.py)."""
+    kill_leftovers([p.pid for p in launch.processes], launch.token or None, launch.launch.launch_id)
 
 
 def _recorded_token(record: Path) -> str | None:
@@ -582,6 +568,6 @@ def _alive_orphans(record: Path, folder: Path) -> list[int]:
             continue
         # a launch runs submitit's entry point on the trial's folder (directly, or inside srun);
         # any other process naming the folder (a user's `tail -f` of a log) is not ours to stop
-        if marker in cmdline and SUBMIT_MODULE in cmdline and _pid_alive(int(entry)):
+        if marker in cmdline and SUBMIT_MODULE in cmdline and pid_alive(int(entry)):
             alive.append(int(entry))
     return alive

@@ -163,3 +163,20 @@ def _launch_of_another(ctx, timeout=20.0):
                     return data["launch"], folder
         time.sleep(0.05)
     return None
+
+
+def leaves_children(config, ctx):
+    """At its first step starts ``sleep 301`` (in its session) and ``sleep 302`` (in a session of its own,
+    as a daemon would), writes their pids to ``children`` in its folder, then trains on and returns,
+    leaving both running; with ``hang: true`` it trains until it is killed."""
+    import subprocess
+
+    for step in ctx.steps():
+        if step == 1:
+            stay = subprocess.Popen(["sleep", "301"])
+            away = subprocess.Popen(["sleep", "302"], start_new_session=True)
+            (ctx.trial_dir / "children").write_text(f"{stay.pid} {away.pid}")
+        time.sleep(config.get("step_time", 0.05))
+        ctx.report(step, 0.1 * step, state={"step": step})
+    while config.get("hang"):
+        time.sleep(1)
