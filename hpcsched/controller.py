@@ -29,6 +29,7 @@ from hpcsched.state import LIVE, RunState, TrialStatus
 
 log = logging.getLogger(__name__)
 _STOPPABLE = (TrialStatus.LAUNCHING, TrialStatus.RUNNING)  # live and not yet asked to stop
+_NOT_RELAUNCHED = (StopIntent.PAUSE, StopIntent.STOP, StopIntent.DEADLINE)  # exits not relaunched at once
 
 
 class SchedulerError(RuntimeError):
@@ -99,6 +100,7 @@ class Controller:
             if self.interrupted:
                 reason = FinishReason.DEADLINE if self._interrupt_ends_run else self.interrupted
                 break
+            self._retry()
             acted = self._decide()
             self.executor.decided()  # trials waiting on a report that stopped nothing go on
             if not acted and self.state.live_count == 0:
@@ -127,9 +129,13 @@ class Controller:
         return st
 
     def abort(self, reason: str) -> RunState:
-        """End the run now after an error the loop cannot go on with (a full disk): kill every
-        trial (their last checkpoints count) and record the end, as far as the journal still takes it."""
+        """End the run now after an error of the environment the loop cannot go on with (a full disk):
+        kill every trial (their last checkpoints count; as after a signal, ``--resume`` relaunches those
+        that were running) and record the end, as far as the journal still takes it."""
         try:
+            for trial in list(self.state.trials.values()):
+                if trial.status in LIVE and trial.intent not in _NOT_RELAUNCHED:
+                    self._commit(StopRequested(self.clock.now(), trial.trial_id, StopIntent.DEADLINE, reason=reason))
             self._kill_live(reason)
             self.finish(reason)
         except OSError as exc:
@@ -149,14 +155,14 @@ class Controller:
         signal or the failure budget); wait for them until ``give_up_at`` (default: the wind-down grace
         period from now), then kill what is left."""
         for trial in list(self.state.trials.values()):
-            if trial.status in LIVE and trial.intent not in (StopIntent.PAUSE, StopIntent.STOP, StopIntent.DEADLINE):
+            if trial.status in LIVE and trial.intent not in _NOT_RELAUNCHED:
                 self._commit(StopRequested(self.clock.now(), trial.trial_id, StopIntent.DEADLINE, reason=why))
                 self.executor.request_stop(trial.trial_id)
         give_up = give_up_at if give_up_at is not None else self.clock.now() + self.settings.wind_down_grace
         while self.state.live_count:
             now = self.clock.now()
             for event in self.executor.poll(now):
-                self._handle(event)
+                self._handle(event, relaunch=False)  # winding down: a retry waits for --resume
             if not self.state.live_count:
                 break
             if now >= give_up:
@@ -210,10 +216,20 @@ class Controller:
             self._commit(Reported(event.t, event.trial_id, event.step, event.score, event.checkpoint,
                                   event.metrics))
         elif isinstance(event, TrialExit):
-            self._commit(Exited(event.t, event.trial_id, event.outcome, event.step, event.error))
+            self._commit(Exited(event.t, event.trial_id, event.outcome, event.step, event.error, event.retryable))
             if relaunch and trial.status == TrialStatus.PAUSED and trial.relaunch_atoms:
+                # resized, taken over by a restarted controller, or errored for the environment (a retry)
                 reason = LaunchReason.RESIZE if trial.intent == StopIntent.RESIZE else LaunchReason.RECOVER
                 self._launch(trial.trial_id, trial.relaunch_atoms, reason)
+
+    def _retry(self) -> None:
+        """Relaunch the trials whose last launch failed for the environment and that wait for atoms
+        (a launch that could not be made; a trial's own exit is retried at once, see ``_handle``)."""
+        for trial_id in sorted(self.state.retrying):
+            trial = self.state.trials[trial_id]
+            atoms = min(trial.relaunch_atoms, self.state.free_atoms)
+            if atoms >= 1:
+                self._launch(trial_id, atoms, LaunchReason.RECOVER)
 
     # ------------------------------------------------------------ decisions
 
@@ -289,12 +305,12 @@ class Controller:
         try:
             self.executor.launch(LaunchRequest(trial_id, trial.index, trial.config, atoms, trial.checkpoint_step,
                                                reason, trial.launches, self.scheduler.decision_steps()))
-        except OSError as exc:  # the launch's files could not be written: this trial fails, its atoms return
+        except OSError as exc:  # the launch's files or processes could not be made: the environment's fault
             log.error("launch of %s failed: %s", trial_id, exc)
             self._commit(Exited(self.clock.now(), trial_id, ExitOutcome.ERRORED, trial.checkpoint_step,
-                                f"could not launch: {exc}"))
+                                f"could not launch: {exc}", retryable=True))  # retried at the next turn
             if exc.errno == errno.ENOSPC:
-                raise  # a full disk: the run stops (see abort)
+                raise  # a full disk: the run stops (see abort); --resume relaunches the trial
 
     def _commit(self, record: Record) -> None:
         self.journal.append(record)

@@ -1,5 +1,12 @@
-"""What goes wrong in a run and what follows: how a trial's failure is described, and when the run
-gives up on a trainable that cannot work.
+"""What goes wrong in a run and what follows: how a trial's failure is described, which failures are
+the environment's (retried from the last checkpoint), and when the run gives up on a trainable that
+cannot work.
+
+An error caused by the environment (a full disk or quota, an I/O error, a stale or read-only file
+system, a node failure, a launch that could not be made) is retryable: the trial is relaunched from its
+last checkpoint, at most MAX_RETRIES times in a row from the same checkpoint step (a controller that
+takes over after ``--resume`` tries as often again). An error caused by the trainable (an exception of
+its own, a crash, a hang) is not.
 
 A run whose trainable cannot work (it raises on import, names a module instead of a function) would
 launch trial after trial until its deadline, each erroring before its first report. ``LaunchStreaks``
@@ -12,12 +19,37 @@ this follows). A launch still starting does not break a streak, nor extend it, u
 
 from __future__ import annotations
 
+import errno
 import traceback
 from dataclasses import dataclass
+from typing import Iterable
 
 from hpcsched.errors import UserError
 
 DEFAULT_MAX_FAILURES = 10  # launches in a row that errored before their first report: the run stops
+MAX_RETRIES = 3  # relaunches after environment errors from one checkpoint step, in a row
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.ESTALE})
+# what srun (Slurm 22.05) says when a step failed for its nodes or its launch, not for what it ran
+SRUN_ENVIRONMENT_FAILURES = ("Node failure", "NODE FAIL", "Unable to create step", "Task launch for",
+                             "Application launch failed", "Communication connection failure")
+
+
+def is_environment_error(exc: BaseException | None) -> bool:
+    """Whether ``exc``, or an exception it was raised from or while handling, is an OSError of the
+    environment (ENVIRONMENT_ERRNOS: torch.save on a full disk raises a RuntimeError from one)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ if exc.__cause__ is not None else exc.__context__
+    return False
+
+
+def srun_environment_failure(lines: Iterable[str]) -> bool:
+    """Whether srun's own log says the step failed for its nodes or its launch."""
+    return any(line.startswith(("srun: error:", "slurmstepd: error:")) and
+               any(words in line for words in SRUN_ENVIRONMENT_FAILURES) for line in lines)
 
 
 def describe_failure(exc: BaseException) -> str:

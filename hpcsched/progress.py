@@ -61,6 +61,9 @@ class Progress:
                 text = f"{record.trial} exited before its first step"
             else:
                 text = f"{record.trial} {record.outcome} at step {record.step}"
+            trial = state.trials.get(record.trial)
+            if record.retryable and trial is not None and trial.status != TrialStatus.ERRORED:
+                text += " (the environment's error: retried from its checkpoint)"
             return text + (f": {record.error.strip().splitlines()[-1][:ERROR_CHARS]}" if record.error.strip() else "")
         if isinstance(record, Reported) and state.best_trial == record.trial and state.best_step == record.step \
                 and state.best_score == record.score:

@@ -17,7 +17,7 @@ from hpcsched.errors import shown
 from hpcsched.mode import Mode
 from hpcsched.scores import ExitOutcome
 
-JOURNAL_VERSION = 2  # 2: controller_stopped and run_extended records (version 1 journals read as before)
+JOURNAL_VERSION = 3  # 2: controller_stopped and run_extended records; 3: exited.retryable (earlier read as before)
 
 
 class FinishReason(str, Enum):
@@ -141,13 +141,15 @@ class StopRequested:
 
 @dataclass(frozen=True)
 class Exited:
-    """The trial's process ended; ``outcome``: an ``ExitOutcome`` (checkpointed | finished | errored | diverged)."""
+    """The trial's process ended; ``outcome``: an ``ExitOutcome`` (checkpointed | finished | errored | diverged).
+    ``retryable`` (journal version 3, written only when true): the error was the environment's (failures.py)."""
 
     t: float
     trial: str
     outcome: str
     step: int = 0
     error: str = ""
+    retryable: bool = False  # errored for the environment: the trial is relaunched from its checkpoint
     kind: str = field(default="exited", init=False)
 
 
@@ -218,7 +220,7 @@ _ENUM_FIELDS: dict[tuple[type, str], type[Enum]] = {(Launched, "reason"): Launch
                                                      (StopRequested, "intent"): StopIntent,
                                                      (Exited, "outcome"): ExitOutcome,
                                                      (RunStarted, "mode"): Mode}
-_OMITTED_WHEN_EMPTY = {"metrics"}  # written only when there are some (journals stay as small as before)
+_OMITTED_WHEN_EMPTY = {"metrics", "retryable"}  # written only when set (journals stay as small as before)
 MAX_NESTING = 32  # how deep a record's mappings (a trial's config, a report's metrics) may nest
 
 

@@ -6,6 +6,7 @@ Every launch of a trial appends JSON lines to ``trials/<id>/scores.jsonl``::
     {"kind":"started","t":...,"launch":"t0003-l2","token":"9f1c..."}
     {"kind":"report","t":...,"launch":"t0003-l2","token":"9f1c...","step":7,"score":0.81,"checkpoint":"step-00000007.pt"}
     {"kind":"exit","t":...,"launch":"t0003-l2","token":"9f1c...","outcome":"checkpointed","step":7}
+    {"kind":"exit",...,"outcome":"errored","step":7,"error":"...OSError: [Errno 28]...","retryable":true}
 
 ``token`` is the launch's secret, given to its processes only, in their environment (TOKEN_VARIABLE):
 a reader that knows it takes a line as the launch's only when it carries it, so another trial cannot
@@ -108,6 +109,7 @@ class ExitLine:
     step: int = 0  # the step of its last checkpoint
     error: str = ""
     token: str = ""
+    retryable: bool = False  # errored for the environment (a full disk...), not for the trainable
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,8 @@ def format_line(line: ScoreLine) -> str:
         data.update(kind="exit", outcome=line.outcome, step=line.step)
         if line.error:
             data["error"] = line.error[-MAX_ERROR_CHARS:]
+        if line.retryable:
+            data["retryable"] = True
     return json.dumps(data, separators=(",", ":"), allow_nan=False) + "\n"
 
 
@@ -268,7 +272,8 @@ def _typed(data: dict[str, Any], launch: str) -> ScoreLine | BadLine:
             return BadLine(launch, f"exit step {shown(step)} is not an integer")
         if not isinstance(error, str):
             return BadLine(launch, f"exit error {shown(error)} is not a string")
-        return ExitLine(launch, t, ExitOutcome(outcome), step, error[-MAX_ERROR_CHARS:])
+        return ExitLine(launch, t, ExitOutcome(outcome), step, error[-MAX_ERROR_CHARS:],
+                        retryable=data.get("retryable") is True and outcome == ExitOutcome.ERRORED)
     return BadLine(launch, f"unknown kind {shown(kind)}")
 
 

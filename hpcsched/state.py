@@ -7,7 +7,7 @@ from enum import Enum
 from typing import Any, Callable
 
 from hpcsched.atoms import AtomPool
-from hpcsched.failures import LaunchStreaks
+from hpcsched.failures import MAX_RETRIES, LaunchStreaks
 from hpcsched.mode import MODES, Mode
 from hpcsched.scores import ExitOutcome
 from hpcsched.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, Launched, LaunchReason,
@@ -84,6 +84,8 @@ class TrialState:
     startups: list[float] = field(default_factory=list)
     error: str = ""
     ended_at: float | None = None
+    retries: int = 0  # relaunches after environment errors in a row from ...
+    retry_step: int = -1  # ... this checkpoint step
 
     def run_time(self, now: float) -> float:
         running = (now - self.running_since) if self.running_since is not None else 0.0
@@ -109,6 +111,7 @@ class RunState:
         self.best_step: int | None = None
         self.entrance_closed_at: float | None = None
         self.failures = LaunchStreaks()  # launches that errored before their first report, in a row
+        self.retrying: set[str] = set()  # paused after an environment error, to be relaunched on its atoms
         self.resizes = 0
         self.promotions = 0
         self.pauses = 0
@@ -204,6 +207,8 @@ class RunState:
             self.promotions += 1
         t.atoms, t.intent, t.relaunch_atoms = tuple(r.atoms), None, 0
         t.launched_at, t.launches, t.reports_since_launch = r.t, t.launches + 1, 0
+        t.error = ""  # a trial relaunched after an environment error runs again
+        self.retrying.discard(r.trial)
         t.step = t.checkpoint_step = r.from_step
         self.failures.launched(r.trial)
         self._set_status(t, TrialStatus.LAUNCHING)
@@ -261,9 +266,23 @@ class RunState:
         t.step = max(t.step, r.step)
         t.ended_at = r.t
         self.failures.exited(r.trial, r.outcome == ExitOutcome.ERRORED, r.error)
-        if r.outcome == ExitOutcome.ERRORED:
+        retry = r.outcome == ExitOutcome.ERRORED and r.retryable and self._may_retry(t)
+        if r.outcome == ExitOutcome.ERRORED and not retry:
             t.error, t.relaunch_atoms = r.error, 0
             self._set_status(t, TrialStatus.ERRORED)
+        elif retry:  # the environment's fault: as if it had checkpointed at its last checkpoint
+            t.error = r.error
+            if t.intent == StopIntent.STOP:
+                t.relaunch_atoms = 0
+                self._set_status(t, TrialStatus.TERMINATED)
+            else:  # asked to pause (or the deadline): paused; else relaunched on its atoms (retrying)
+                if t.intent not in (StopIntent.PAUSE, StopIntent.DEADLINE, StopIntent.RESIZE, StopIntent.RECOVER):
+                    t.relaunch_atoms = len(t.last_atoms)
+                elif t.intent in (StopIntent.PAUSE, StopIntent.DEADLINE):
+                    t.relaunch_atoms = 0
+                self._set_status(t, TrialStatus.PAUSED)
+                if t.relaunch_atoms:
+                    self.retrying.add(t.trial_id)
         elif r.outcome == ExitOutcome.DIVERGED:  # never resumed: its earlier checkpoints still count
             t.error, t.relaunch_atoms = r.error, 0
             self._set_status(t, TrialStatus.TERMINATED)
@@ -278,6 +297,13 @@ class RunState:
                 self.pauses += 1
             self._set_status(t, TrialStatus.PAUSED)
 
+    def _may_retry(self, t: TrialState) -> bool:
+        """Count a retry after an environment error: at most MAX_RETRIES in a row from one checkpoint step."""
+        if t.checkpoint_step > t.retry_step:
+            t.retries, t.retry_step = 0, t.checkpoint_step
+        t.retries += 1
+        return t.retries <= MAX_RETRIES
+
     def _controller_resumed(self, r: ControllerResumed) -> None:
         if self.live_count:
             raise ValueError("controller resumed while trials were still live")
@@ -285,6 +311,8 @@ class RunState:
         self.finished = None
         self.stopped = None
         self.failures.restart()
+        for trial in self.trials.values():  # a new controller (space freed, a new allocation) tries again
+            trial.retries = 0
 
     def _entrance_closed(self, r: EntranceClosed) -> None:
         self.entrance_closed_at = r.t

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from hpcsched.event_files import open_event_log
-from hpcsched.failures import describe_failure
+from hpcsched.failures import describe_failure, is_environment_error
 from hpcsched.mode import Mode
 from hpcsched.rundir import JOURNAL, TRIALS, TrialPaths, privacy_problem
 from hpcsched.scores import (CHECKPOINT_PREFIX, CHECKPOINT_SUFFIXES, TOKEN_VARIABLE, ExitLine, ExitOutcome, ReportLine,
@@ -330,10 +330,11 @@ class TrialContext:
         if self._events is not None:
             self._events.close()
 
-    def write_exit(self, outcome: str, error: str = "") -> None:
-        """Record how this launch ended (the controller reads it instead of any pickle)."""
+    def write_exit(self, outcome: str, error: str = "", retryable: bool = False) -> None:
+        """Record how this launch ended (the controller reads it instead of any pickle); ``retryable``:
+        it errored for the environment, not for the trainable."""
         self._write_line(ExitLine(self.launch.launch_id, time.time(), outcome, self.checkpoint_step, error,
-                                  self._token))
+                                  self._token, retryable))
 
     def _prune_checkpoints(self) -> None:
         """Keep the latest checkpoint and the trial's best one."""
@@ -401,8 +402,8 @@ def run_trial(launch: TrialLaunch) -> dict[str, Any]:
         print(f"hpcsched: trial {launch.trial_id}: {exc}; stopped as diverged", file=sys.stderr, flush=True)
         ctx.write_exit(ExitOutcome.DIVERGED, str(exc))
         return {"outcome": ExitOutcome.DIVERGED.value, "step": ctx.checkpoint_step, "last_step": ctx._last_step}
-    except Exception as exc:
-        ctx.write_exit(ExitOutcome.ERRORED, describe_failure(exc))
+    except Exception as exc:  # the environment's fault (a full disk) is retried from the last checkpoint
+        ctx.write_exit(ExitOutcome.ERRORED, describe_failure(exc), retryable=is_environment_error(exc))
         raise
     finally:
         # training is over: a stop signal repeated now must not kill the exit (CPython restores

@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
-from hpcsched.records import Launched, RunFinished, RunStarted
+from hpcsched.records import Exited, Launched, RunFinished, RunStarted
 from tests.runs import REPO, hpcsched, no_trial_processes_left, records, start, wait_for, write_spec
 
 pytestmark = pytest.mark.slow
@@ -91,4 +92,37 @@ def test_a_full_disk_stops_launching_and_leaves_a_valid_answer(tmp_path, small_f
     _check_answer(run, result)
     recs = records(run)  # the journal is whole: every line parses
     assert isinstance(recs[-1], RunFinished) and recs[-1].reason.startswith("disk full")
+    assert no_trial_processes_left(run)
+
+
+def test_after_a_full_disk_the_trials_it_stopped_are_relaunched_from_their_checkpoints(tmp_path, small_fs):
+    """A checkpoint that hits ENOSPC is the environment's error, not the trainable's: the trial is retried
+    from its last checkpoint (here the relaunch finds the disk full and the run stops); once space is
+    freed, --resume relaunches it and the best trial is trained to R (it stayed errored for good)."""
+    spec = write_spec(tmp_path, trainable=f"{HOSTILE}:fills_disk", deadline="60s", max_trials=2,
+                      space={"quality": {"grid": [0.9, 0.5]}, "fill_quality": 0.5, "fill_at": 3,
+                             "ballast_mb": 0.5, "step_time": 0.1, "then_sleep": 2.0})
+    raw = yaml.safe_load(spec.read_text())
+    spec.write_text(yaml.safe_dump({**raw, "scheduler": {"kind": "random", "R": 20}}))
+    run = small_fs / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), timeout=120)
+    assert "disk full" in proc.stderr, proc.stdout + proc.stderr
+    recs = records(run)
+    best = next(r.trial for r in recs if type(r).__name__ == "TrialCreated" and r.config["quality"] == 0.9)
+    hit = [r for r in recs if isinstance(r, Exited) and r.outcome == "errored"]
+    assert hit and all(r.retryable and "[Errno 28]" in r.error for r in hit), hit
+    assert best in {r.trial for r in hit}  # the best trial's own checkpoint hit the full disk
+    status = {t["trial"]: t["status"] for t in json.loads(hpcsched("status", str(run), "--json").stdout)["trials"]}
+    assert set(status.values()) == {"paused"}, status  # none errored for good
+    checkpointed = max(r.step for r in recs if type(r).__name__ == "Reported" and r.trial == best and r.checkpoint)
+    filler = next(run.glob("trials/*/filler"))
+    filler.unlink()  # space freed
+
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--resume", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    after = records(run)[len(recs):]
+    relaunch = next(r for r in after if isinstance(r, Launched) and r.trial == best)
+    assert relaunch.reason == "recover" and relaunch.from_step == checkpointed
+    result = json.loads((run / "result.json").read_text())
+    assert result["best"]["trial"] == best and result["best"]["completed"] and result["best"]["step"] == 20
     assert no_trial_processes_left(run)

@@ -54,3 +54,59 @@ def test_a_failure_is_described_by_what_the_trial_raised():
     assert text.startswith("trainable: importing") and text.strip().splitlines()[-1] == "RuntimeError: boom at import"
     assert describe_failure(UserError("trainable: 'x.py:json' is not callable")) == \
         "trainable: 'x.py:json' is not callable"
+
+
+def test_errors_of_the_environment_are_told_from_the_trainables():
+    import errno
+
+    from hpcsched.failures import is_environment_error, srun_environment_failure
+
+    def raised(make):
+        try:
+            make()
+        except Exception as exc:  # noqa: BLE001
+            return exc
+
+    def torch_save_on_a_full_disk():  # torch.save raises a RuntimeError while handling the OSError
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        except OSError:
+            raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598") from None
+
+    assert is_environment_error(OSError(errno.ENOSPC, "No space left on device"))
+    assert is_environment_error(raised(torch_save_on_a_full_disk))  # the context, not the cause
+    assert is_environment_error(OSError(errno.ESTALE, "Stale file handle"))
+    assert not is_environment_error(FileNotFoundError(errno.ENOENT, "data.csv"))
+    assert not is_environment_error(RuntimeError("CUDA out of memory"))
+    assert srun_environment_failure(["srun: error: Node failure on node2"])
+    assert srun_environment_failure(["slurmstepd: error: *** STEP 12.3 ON node1 CANCELLED AT 2026-01-01 DUE TO NODE "
+                                     "FAILURE ***"])
+    assert srun_environment_failure(["srun: error: Unable to create step for job 12: Job/step already completing"])
+    assert not srun_environment_failure(["srun: error: node1: task 0: Exited with exit code 1"])
+
+
+def _exit(t, trial, retryable=True, step=0):
+    return Exited(t, trial, "errored", step, "OSError: [Errno 28] No space left on device", retryable)
+
+
+def test_an_environment_error_pauses_the_trial_for_a_relaunch_at_most_three_times_from_one_checkpoint():
+    from hpcsched.failures import MAX_RETRIES
+    from hpcsched.records import StopIntent, StopRequested
+
+    start = [RunStarted(0.0, "x", 100.0, 2, 0, "d", "v", ("0", "1")), TrialCreated(1.0, "t0", 0, {}),
+             Launched(1.0, "t0", ("0",), LaunchReason.START), Reported(2.0, "t0", 1, 0.5, "step-00000001.pkl")]
+    records = start + [_exit(3.0, "t0")]
+    state = RunState.replayed(records)
+    trial = state.trials["t0"]
+    assert (trial.status, trial.relaunch_atoms, trial.checkpoint_step) == ("paused", 1, 1) and "t0" in state.retrying
+    for _ in range(MAX_RETRIES - 1):  # relaunched from step 1, failing again before saving anything new
+        records += [Launched(4.0, "t0", ("0",), LaunchReason.RECOVER, 1), _exit(5.0, "t0")]
+    assert RunState.replayed(records).trials["t0"].status == "paused"
+    records += [Launched(6.0, "t0", ("0",), LaunchReason.RECOVER, 1), _exit(7.0, "t0")]
+    assert RunState.replayed(records).trials["t0"].status == "errored"  # the fourth time: for good
+    assert RunState.replayed(records[:-2] + [ControllerResumed(6.5, ("0", "1")),
+                                             Launched(6.6, "t0", ("0",), LaunchReason.RECOVER, 1),
+                                             _exit(7.0, "t0")]).trials["t0"].status == "paused"  # a new controller
+    assert RunState.replayed(start + [_exit(3.0, "t0", retryable=False)]).trials["t0"].status == "errored"
+    paused = RunState.replayed(start + [StopRequested(2.5, "t0", StopIntent.PAUSE), _exit(3.0, "t0")]).trials["t0"]
+    assert (paused.status, paused.relaunch_atoms) == ("paused", 0)  # it was being paused anyway

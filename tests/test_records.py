@@ -89,3 +89,9 @@ def test_a_field_of_the_wrong_type_is_refused_naming_the_field(data, words):
     with pytest.raises(ValueError, match=words):
         from_json(data)
     assert from_json({"kind": "run_finished", "t": 1, "reason": "deadline", "best_score": None}).best_score is None
+
+
+def test_an_exit_of_the_environment_is_marked_retryable_only_where_it_is():
+    retryable = Exited(3.5, "t0000", ExitOutcome.ERRORED, 2, "OSError: [Errno 28]", retryable=True)
+    assert to_json(retryable)["retryable"] is True and from_json(to_json(retryable)) == retryable
+    assert "retryable" not in to_json(Exited(3.5, "t0000", ExitOutcome.ERRORED, 2, "boom"))  # as in version 2

@@ -51,6 +51,7 @@ class TrialExit:
     outcome: str
     step: int = 0
     error: str = ""
+    retryable: bool = False  # errored for the environment: relaunched from its last checkpoint
 
 
 Event = Union[TrialStarted, TrialReport, TrialExit]

@@ -33,6 +33,7 @@ from submitit.core import core
 from hpcsched.clock import Clock
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.executors.processes import kill_group, kill_leftovers, pid_alive, send
+from hpcsched.failures import srun_environment_failure
 from hpcsched.rundir import RESERVE_BYTES, TrialPaths, launch_id_of
 from hpcsched.schedulers.decisions import DecisionSteps
 from hpcsched.scores import BadLine, ExitLine, ExitOutcome, ReportLine, ScoresReader, StartedLine, check_report
@@ -318,7 +319,8 @@ class ProcessExecutor:
         if exit_line is None or exit_line.outcome == ExitOutcome.CHECKPOINTED:
             events.append(TrialExit(trial_id, now, ExitOutcome.CHECKPOINTED, checkpoint_step))
         else:
-            events.append(TrialExit(trial_id, now, exit_line.outcome, checkpoint_step, exit_line.error))
+            events.append(TrialExit(trial_id, now, exit_line.outcome, checkpoint_step, exit_line.error,
+                                    exit_line.retryable))
         return events
 
     # ------------------------------------------------------------ internals
@@ -418,9 +420,13 @@ class ProcessExecutor:
         tail = _tail(launch.folder, launch.launch.launch_id, codes, launch.world_size)
         if line is not None and line.error:
             error = "\n".join(line.error.strip().splitlines()[-12:])
-            return TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step, error)
+            return TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step, error, line.retryable)
         what = "without saying how it ended" if clean else f"({_describe_codes(codes)})"
-        return TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step, f"process ended {what}{tail}")
+        srun_said = _last_lines(TrialPaths(launch.folder.parent).srun_log(launch.launch.launch_id), None)
+        # no word from the trial on a full disk (it could not write its exit line), or srun's of its nodes
+        retryable = (line is None and _disk_full(self.settings.run_dir)) or srun_environment_failure(srun_said)
+        return TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step, f"process ended {what}{tail}",
+                         retryable=retryable)
 
 
 def inherited_environment(environ: Mapping[str, str], dropped: Iterable[str] = ()) -> dict[str, str]:
@@ -449,14 +455,24 @@ def hang_limit(configured: float | None, longest_gap: float, started: bool = Tru
     return max(HANG_FLOOR_S, HANG_FACTOR * longest_gap) if started else math.inf
 
 
-def _check_free_space(run_dir: Path) -> None:
-    """Refuse to launch onto a full file system (the trial could save nothing): ENOSPC."""
+def _free_bytes(run_dir: Path) -> int | None:
+    """Bytes free for the run directory's files (None: unknown)."""
     try:
         st = os.statvfs(run_dir)
     except OSError:
-        return
-    if st.f_bavail * st.f_frsize < RESERVE_BYTES:
-        raise OSError(errno.ENOSPC, f"{st.f_bavail * st.f_frsize} bytes free for checkpoints", str(run_dir))
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def _disk_full(run_dir: Path) -> bool:
+    free = _free_bytes(run_dir)
+    return free is not None and free < RESERVE_BYTES
+
+
+def _check_free_space(run_dir: Path) -> None:
+    """Refuse to launch onto a full file system (the trial could save nothing): ENOSPC."""
+    if _disk_full(run_dir):
+        raise OSError(errno.ENOSPC, f"{_free_bytes(run_dir)} bytes free for checkpoints", str(run_dir))
 
 
 def _clamp(t: float, low: float, high: float) -> float:
