@@ -20,7 +20,7 @@ from hpcsched.backends import ALLOCATION_SAFETY, Backend, backend_for
 from hpcsched.clock import WallClock
 from hpcsched.durations import format_duration
 from hpcsched.errors import RunDirError, SpecError, UserError
-from hpcsched.executors.launching import ProcessSettings
+from hpcsched.executors.launching import ProcessSettings, hang_floor_for
 from hpcsched.interrupts import install_interrupts, restore_interrupts
 from hpcsched.journal import JsonlJournal, read_journal
 from hpcsched.progress import Progress
@@ -132,7 +132,8 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: Back
     executor = backend.make_executor(ProcessSettings(
         run_dir=run_dir.path, trainable=trainable, max_steps=variant.scheduler.R, metric=spec.metric.name,
         mode=spec.metric.mode, poll_interval=spec.controller.poll_interval, stop_grace=spec.controller.stop_grace,
-        hang_timeout=spec.controller.hang_timeout, verdict_timeout=spec.controller.verdict_timeout,
+        hang_timeout=spec.controller.hang_timeout, hang_floor=hang_floor_for(deadline - _started_at(records, clock)),
+        verdict_timeout=spec.controller.verdict_timeout,
         non_finite=spec.metric.non_finite),
         clock)
     atom_ids = executor.atom_ids()
@@ -204,6 +205,12 @@ def gave_up_message(gave_up: dict[str, Any], spec: Spec) -> str:
             f"(controller.max_failures: {gave_up['max_failures']}); the trainable {gave_up['trainable']} cannot run "
             f"as it is. The first of them ({gave_up['first_trial']}) ended:{error}\n"
             f"Fix it ('hpcsched check {spec.source or 'SPEC'}' imports it as a trial would), then run again.")
+
+
+def _started_at(records: list[Record], clock: WallClock) -> float:
+    """When the run started (now, for a new one)."""
+    started = next((r for r in records if isinstance(r, RunStarted)), None)
+    return started.t if started is not None else clock.now()
 
 
 def _sync_quietly(journal: JsonlJournal) -> None:

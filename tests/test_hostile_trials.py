@@ -238,15 +238,38 @@ def test_a_long_line_is_refused_while_it_is_still_being_written(tmp_path):
     assert reader.read() == [ReportLine("t0-l1", 2.0, 2, 0.2)]
 
 
-def test_the_hang_limit_follows_the_measured_gaps_unless_configured():
-    from hpcsched.executors.launching import HANG_FACTOR, HANG_FLOOR_S, hang_limit
+def test_the_hang_limit_follows_the_run_s_pace_unless_configured():
+    from hpcsched.executors.launching import HANG_FACTOR, HANG_LONGEST_FACTOR, hang_floor_for, hang_limit
 
-    assert hang_limit(None, 0.0) == HANG_FLOOR_S
-    assert hang_limit(None, 100.0) == HANG_FACTOR * 100.0
-    assert hang_limit(5.0, 100.0) == 5.0
-    assert hang_limit(math.inf, 1.0) == math.inf
-    assert hang_limit(None, 100.0, started=False) == math.inf  # setup may take what it takes
-    assert hang_limit(5.0, 100.0, started=False) == 5.0
+    assert hang_limit(None, True, [0.1, 0.2, 0.1], 0.2, 30.0, 3.0) == 3.0  # the floor
+    assert hang_limit(None, True, [1.0, 2.0, 1.0], 2.0, 30.0, 3.0) == HANG_FACTOR * 1.0  # its own median
+    assert hang_limit(None, True, [1.0, 1.0, 1.0], 8.0, 8.0, 3.0) == HANG_LONGEST_FACTOR * 8.0  # its longest
+    assert hang_limit(None, True, [], 0.0, 4.0, 3.0) == HANG_FACTOR * 4.0  # none of its own yet: the run's
+    assert hang_limit(None, True, [], 0.0, 0.0, 3.0) == math.inf  # nothing measured in the run yet
+    assert hang_limit(None, False, [1.0], 1.0, 4.0, 3.0) == math.inf  # setup may take what it takes
+    assert hang_limit(5.0, False, [1.0], 1.0, 4.0, 3.0) == hang_limit(5.0, True, [], 0.0, 0.0, 3.0) == 5.0
+    assert hang_limit(math.inf, True, [1.0], 1.0, 1.0, 3.0) == math.inf
+    assert (hang_floor_for(30), hang_floor_for(600), hang_floor_for(7200)) == (10.0, 60.0, 120.0)
+
+
+@pytest.mark.slow
+def test_a_stopped_trial_is_reclaimed_in_a_short_run_by_the_default_hang_timeout(tmp_path):
+    """SIGSTOP at step 3 of 0.1 s steps: with the default (auto) hang timeout, a 30 s run reclaims its atom
+    (it held it to the deadline: the automatic timeout was at least 5 min)."""
+    spec = write_spec(tmp_path, trainable=f"{HOSTILE}:freezes", deadline="30s",
+                      space={"quality": {"grid": [0.9, 0.5, 0.4, 0.3]}, "freeze_at": 3, "freeze_quality": 0.9,
+                             "step_time": 0.1})
+    run = tmp_path / "run"
+    proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = records(run)
+    configs = {r.trial: r.config["quality"] for r in recs if type(r).__name__ == "TrialCreated"}
+    errored = [r for r in recs if isinstance(r, Exited) and r.outcome == "errored"]
+    assert [configs[r.trial] for r in errored] == [0.9] and "hung: no output" in errored[0].error, errored
+    deadline = next(r for r in recs if type(r).__name__ == "RunStarted").deadline
+    assert errored[0].t < deadline - 10  # reclaimed well before the deadline ...
+    assert any(type(r).__name__ == "Launched" and r.t >= errored[0].t for r in recs)  # ... its atom given on
+    assert no_trial_processes_left(run)
 
 
 @pytest.mark.slow

@@ -24,9 +24,11 @@ import signal
 import socket
 import subprocess
 import sys
-from dataclasses import dataclass
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from submitit.core import core
 
@@ -47,8 +49,13 @@ SIGNAL_REPEAT_S = 1.0  # re-send a stop signal this often until the trial exits
 TORCH_DISTRIBUTED_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 ORPHAN_POLL_S = 0.1  # how often a recovering controller checks whether an orphaned trial has exited
 SUBMIT_MODULE = "submitit.core._submit"  # what every launch's process runs
-HANG_FLOOR_S = 300.0  # automatic hang timeout: at least this long without a line ...
-HANG_FACTOR = 10.0  # ... and this many times the longest gap between two lines seen in the run
+# the automatic hang timeout (hang_limit): this many times the launch's median step (the gap between two of
+# its lines), twice its longest, and at least the floor: a tenth of the run, within these bounds
+HANG_FACTOR = 10.0
+HANG_LONGEST_FACTOR = 2.0
+HANG_FLOOR_S = (10.0, 120.0)
+HANG_RUN_SHARE = 0.1
+HANG_RECENT = 16  # the gaps of a launch its median is taken over (the most recent)
 
 
 class TrialJob(core.Job):
@@ -115,6 +122,8 @@ class _Launch:
     killed: bool = False
     exit_line: ExitLine | None = None
     last_output: float = 0.0  # when the controller last read a line of this launch (its launch time before)
+    gaps: deque[float] = field(default_factory=lambda: deque(maxlen=HANG_RECENT))  # its recent step gaps
+    longest_gap: float = 0.0  # its longest step gap (between two of its lines once it started)
     awaiting: int | None = None  # the decision step the trial waits at for its verdict
     bad_line: str = ""  # why this launch's scores were refused; ends it as errored
     token: str = ""  # the launch's secret: its lines carry it, its processes have it in their environment
@@ -130,6 +139,7 @@ class ProcessSettings:
     poll_interval: float = 0.25
     stop_grace: float = 60.0  # after a stop request, how long a trial may take to exit before it is killed
     hang_timeout: float | None = None  # see hang_limit; None: from the measured gaps between lines
+    hang_floor: float = HANG_FLOOR_S[1]  # the automatic hang timeout's least value (hang_floor_for the run)
     verdict_timeout: float = 10.0  # how long a trial waits for the verdict on a decision step (0: never waits)
     non_finite: str = "stop"  # metric.non_finite, passed to every launch
 
@@ -143,7 +153,7 @@ class ProcessExecutor:
         self.settings = settings
         self.clock = clock
         self._live: dict[str, _Launch] = {}
-        self._longest_gap = 0.0  # between two lines of a launch (or its start and first line), over the run
+        self._longest_gap = 0.0  # between two lines of a launch once it started, over the run
 
     # ------------------------------------------------------------ for subclasses
 
@@ -239,8 +249,10 @@ class ProcessExecutor:
                 del self._live[trial_id]
                 continue
             silent = now - launch.last_output
-            limit = hang_limit(self.settings.hang_timeout, self._longest_gap, launch.started)
-            if launch.stop_requested_at is None and silent > limit:
+            limit = hang_limit(self.settings.hang_timeout, launch.started, launch.gaps, launch.longest_gap,
+                               self._longest_gap, self.settings.hang_floor)
+            # a launch waiting for its verdict waits for the controller, not for itself
+            if launch.stop_requested_at is None and launch.awaiting is None and silent > limit:
                 log.warning("trial %s: no output for %.0f s; killing it as hung", trial_id, silent)
                 self._end_processes(launch)
                 events.append(TrialExit(trial_id, now, ExitOutcome.ERRORED, launch.checkpoint_step,
@@ -330,7 +342,11 @@ class ProcessExecutor:
         trial_id = launch.request.trial_id
         lines = launch.reader.read() if not launch.bad_line else []
         if lines:
-            self._longest_gap = max(self._longest_gap, now - launch.last_output)
+            if launch.started:  # a step's time (its setup's length is the trainable's own: not a pace)
+                gap = now - launch.last_output
+                launch.gaps.append(gap)
+                launch.longest_gap = max(launch.longest_gap, gap)
+                self._longest_gap = max(self._longest_gap, gap)
             launch.last_output = now
         for line in lines:
             if isinstance(line, ReportLine):
@@ -360,10 +376,10 @@ class ProcessExecutor:
             self._signal(launch)
         return events
 
-    @staticmethod
-    def _give_verdict(launch: _Launch, verdict: Verdict) -> None:
+    def _give_verdict(self, launch: _Launch, verdict: Verdict) -> None:
         if launch.awaiting is None and verdict is Verdict.CONTINUE:
             return
+        launch.last_output = self.clock.now()  # its next step starts now
         try:
             write_verdict(launch.launch.paths.verdict(launch.launch.launch_id),
                           launch.awaiting if launch.awaiting is not None else launch.last_step, verdict)
@@ -446,13 +462,26 @@ def _ended_by_stop_signal(code: int | None) -> bool:
     return -code in STOP_SIGNALS or code - 128 in STOP_SIGNALS
 
 
-def hang_limit(configured: float | None, longest_gap: float, started: bool = True) -> float:
-    """How long a launch may write nothing before it counts as hung: the configured timeout, or
-    (None) max(HANG_FLOOR_S, HANG_FACTOR x the longest gap between lines measured so far), once
-    the launch finished its setup (a setup's length is the trainable's own: never cut short)."""
+def hang_limit(configured: float | None, started: bool, gaps: Sequence[float], longest: float, run_longest: float,
+               floor: float) -> float:
+    """How long a launch may write nothing before it counts as hung: the configured timeout, or (None) from
+    the run's own pace once the launch finished its setup (a setup's length is the trainable's own: never
+    cut short): max(``floor``, HANG_FACTOR x the median of its recent ``gaps`` between lines, HANG_LONGEST_FACTOR
+    x its ``longest``); before it has a gap of its own, max(``floor``, HANG_FACTOR x the longest gap of any
+    launch in the run, ``run_longest``); before anyone's, no limit."""
     if configured is not None:
         return configured
-    return max(HANG_FLOOR_S, HANG_FACTOR * longest_gap) if started else math.inf
+    if not started:
+        return math.inf
+    if gaps:
+        return max(floor, HANG_FACTOR * statistics.median(gaps), HANG_LONGEST_FACTOR * longest)
+    return max(floor, HANG_FACTOR * run_longest) if run_longest > 0 else math.inf
+
+
+def hang_floor_for(run_seconds: float) -> float:
+    """The automatic hang timeout's least value in a run ``run_seconds`` long: a tenth of it, from 10 s to 2 min."""
+    low, high = HANG_FLOOR_S
+    return min(high, max(low, HANG_RUN_SHARE * run_seconds))
 
 
 def _free_bytes(run_dir: Path) -> int | None:
