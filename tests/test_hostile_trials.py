@@ -443,7 +443,7 @@ def test_no_process_a_trial_started_outlives_it(tmp_path, how):
     settings = ProcessSettings(run_dir=run, trainable=f"{HOSTILE}:leaves_children", max_steps=3, metric="score",
                                mode="max", poll_interval=0.05)
     executor = LocalExecutor(settings, WallClock(), LocalResources(1, 0, 1))
-    children = run / "trials" / "t0" / "children"
+    children = run / "trials" / "t0" / "children-t0-l1-r0"
     try:
         executor.launch(LaunchRequest("t0", 0, {"hang": how == "killed"}, ("cpu0",), 0, "start", 1))
         events: list = []

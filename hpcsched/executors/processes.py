@@ -5,9 +5,10 @@ SLURM, leads it, and whatever it starts joins its process group and session unle
 A kill goes to the whole process group (a DataLoader's workers, a torchrun's children), and once the
 launch has exited or been killed ``kill_leftovers`` ends what is left of its sessions and, where they
 can still be found, the processes it started in another session: each carries the launch's token in
-its environment (``scores.TOKEN_VARIABLE``) unless it cleared it. On SLURM the step's remote processes
-are Slurm's to end (its process tracking kills a step's processes when its tasks exit); here only what
-runs on the controller's host is found. The stop signal (SIGUSR1) still goes to the ranks alone: it asks
+its environment (``scores.TOKEN_VARIABLE``) unless it cleared it. Only what runs on the controller's host
+is found: on SLURM a step's processes on other nodes are Slurm's to end (its process tracking, proctrack;
+on the local test cluster what a trial's step started was gone once the job ended, with or without this).
+The stop signal (SIGUSR1) still goes to the ranks alone: it asks
 them to checkpoint, and in a process that did not inherit their handler its default action kills: sent to
 the group, it killed a DataLoader worker started with ``multiprocessing_context="spawn"`` (and
 multiprocessing's resource tracker), and the trial failed ("DataLoader worker ... exited unexpectedly")

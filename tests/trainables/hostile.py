@@ -167,15 +167,15 @@ def _launch_of_another(ctx, timeout=20.0):
 
 def leaves_children(config, ctx):
     """At its first step starts ``sleep 301`` (in its session) and ``sleep 302`` (in a session of its own,
-    as a daemon would), writes their pids to ``children`` in its folder, then trains on and returns,
-    leaving both running; with ``hang: true`` it trains until it is killed."""
+    as a daemon would), writes their pids to ``children-<launch>-r<rank>`` in its folder, then trains on
+    and returns, leaving both running; with ``hang: true`` it trains until it is killed."""
     import subprocess
 
     for step in ctx.steps():
         if step == 1:
             stay = subprocess.Popen(["sleep", "301"])
             away = subprocess.Popen(["sleep", "302"], start_new_session=True)
-            (ctx.trial_dir / "children").write_text(f"{stay.pid} {away.pid}")
+            (ctx.trial_dir / f"children-{ctx.launch.launch_id}-r{ctx.rank}").write_text(f"{stay.pid} {away.pid}")
         time.sleep(config.get("step_time", 0.05))
         ctx.report(step, 0.1 * step, state={"step": step})
     while config.get("hang"):
