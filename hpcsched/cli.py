@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how scores compare (default: from the run's spec/result, else inferred)")
     report.add_argument("--max-gantt-trials", type=positive_int, default=300,
                         help="Gantt rows at most: the trials with the most atom-time (default 300)")
+    report.add_argument("--cell", default=None, metavar="CELL",
+                        help="simulator output: the matrix cell whose runs the Gantts show, e.g. "
+                             "atoms=8,deadline=60 (default: the longest deadline, then the most atoms)")
     report.set_defaults(func=cmd_report)
     return parser
 
@@ -124,7 +127,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from hpcsched.analysis.report import build_report
 
-    for written in build_report(args.path, args.out, args.mode, args.max_gantt_trials):
+    for written in build_report(args.path, args.out, args.mode, args.max_gantt_trials, args.cell):
         print(written)
     return 0
 
