@@ -155,17 +155,30 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from collections import Counter
+
     from hpcsched.analysis.simulation import means_table
+    from hpcsched.meter import Meter
     from hpcsched.rundir import default_output_dir
     from hpcsched.sim_layout import summary_path
-    from hpcsched.simulate import default_jobs, simulate_experiment
+    from hpcsched.simulate import default_jobs, plan, simulate_experiment
     from hpcsched.spec import load_experiment
 
     experiment = load_experiment(args.spec)
     seeds = [experiment.spec.seed + i for i in range(args.seeds)]
     jobs = args.jobs if args.jobs is not None else default_jobs()
     out = args.out if args.out is not None else default_output_dir(experiment.spec.name, "sim")
-    frame = simulate_experiment(experiment, seeds, out, event_log=not args.no_events, jobs=jobs)
+    labels = [cell.label for cell in experiment.cells]
+    tasks = plan(experiment, seeds, None, False)
+    variants = len({t.variant.name for t in tasks})
+    meter = Meter(Counter(labels[t.cell] for t in tasks), sys.stderr, what="runs",
+                  shape=f"{len(labels)} cell(s) x {variants} variant(s) x {len(seeds)} seed(s)")
+    meter.start()
+    try:
+        frame = simulate_experiment(experiment, seeds, out, event_log=not args.no_events, jobs=jobs,
+                                    on_done=lambda task: meter.step(labels[task.cell]))
+    finally:
+        meter.close()
     table = means_table(frame, experiment.matrix_keys)
     with_pd_options(lambda: print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}")))
     print(f"\nwrote {summary_path(out)} ({len(frame)} run{'' if len(frame) == 1 else 's'})")
