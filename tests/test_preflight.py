@@ -124,5 +124,20 @@ def test_a_script_that_loses_output_or_checkpoints_is_warned_about(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "warning: --requeue without --open-mode=append" in proc.stdout
     assert "warning: no --signal=B:USR1@120" in proc.stdout
-    proc = _check(str(spec), "--sbatch-script", str(TEMPLATE))
+    proc = _check(str(spec), "--sbatch-script", str(TEMPLATE), "--nodes=1", "--gpus-per-node=2",
+                  "--ntasks-per-node=2")
     assert proc.returncode == 0 and "warning" not in proc.stdout, proc.stdout
+
+
+def test_gpus_and_nodes_no_atom_uses_are_warned_about_with_a_request_that_fits(tmp_path):
+    spec = write_spec(tmp_path, resources={"atoms": 2, "gpus_per_atom": 1, "cpus_per_atom": 1})
+    proc = _check(str(spec), "--sbatch-script", str(TEMPLATE))  # 2 nodes x 4 GPUs for 2 atoms of 1 GPU
+    assert proc.returncode == 0, proc.stderr
+    assert ("warning: 6 of 8 GPUs and 1 of 2 node(s) would sit idle: the spec's 2 atom(s) of 1 GPU(s) use "
+            "2 GPU(s) on 1 node(s); request --nodes=1 --gpus-per-node=2 --ntasks-per-node=2, or raise "
+            "resources.atoms to 8") in proc.stdout
+    proc = _check(str(spec), "--sbatch-script", str(TEMPLATE), "--nodes=1")  # 1 node x 4 GPUs: GPUs only
+    assert "warning: 2 of 4 GPUs would sit idle" in proc.stdout
+    proc = _check(str(CIFAR), "--variant", "hypersched", "--sbatch-script", str(TEMPLATE))  # 8 atoms: all used
+    assert "would sit idle" not in proc.stdout
+
