@@ -141,3 +141,34 @@ def test_gpus_and_nodes_no_atom_uses_are_warned_about_with_a_request_that_fits(t
     proc = _check(str(CIFAR), "--variant", "hypersched", "--sbatch-script", str(TEMPLATE))  # 8 atoms: all used
     assert "would sit idle" not in proc.stdout
 
+
+def test_the_template_gives_each_job_its_own_run_directory_and_a_requeue_resumes_it(tmp_path):
+    import os
+    import subprocess
+
+    stub = tmp_path / "hpcsched-stub"  # records the command lines the template would run
+    stub.write_text('#!/bin/bash\necho "$@" >> "$CALLS"\n')
+    stub.chmod(0o755)
+
+    def job(job_id: str, **extra: str) -> list[str]:
+        calls = tmp_path / f"calls-{job_id}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+        env.update(SPEC="experiments/cifar10/cifar10-1800s.yaml", VARIANT="hypersched", HPCSCHED=str(stub),
+                   CALLS=str(calls), SLURM_JOB_ID=job_id, SLURM_JOB_NAME="hpcsched", **extra)
+        proc = subprocess.run(["bash", str(TEMPLATE)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"run directory: {env.get('RUN_DIR', f'runs/cifar10-1800s-{job_id}')}")
+        return calls.read_text().splitlines()
+
+    check, run = job("4242")
+    assert check.startswith("check experiments/cifar10/cifar10-1800s.yaml --variant hypersched")
+    assert run == "run experiments/cifar10/cifar10-1800s.yaml --backend slurm --run-dir runs/cifar10-1800s-4242 " \
+                  "--variant hypersched"
+    assert job("4243")[1].split("--run-dir ")[1].startswith("runs/cifar10-1800s-4243")  # another job: its own
+    (tmp_path / "runs" / "cifar10-1800s-4242").mkdir(parents=True)
+    (tmp_path / "runs" / "cifar10-1800s-4242" / "events.jsonl").write_text("")
+    (tmp_path / "calls-4242").unlink()
+    assert job("4242", SLURM_RESTART_COUNT="1")[1].endswith("--resume")  # requeued: the same id resumes
+    continued = job("5000", RUN_DIR="runs/cifar10-1800s-4242", EXTEND="30m")[1]
+    assert "--run-dir runs/cifar10-1800s-4242" in continued and continued.endswith("--resume --extend 30m")
