@@ -221,10 +221,10 @@ def write_simulation_report(sim: Simulation, out: Path, mode: str | None = None,
     from hpcsched.analysis.canvas import save
     from hpcsched.analysis.loaders import Run
     from hpcsched.analysis.plots import plot_gantt
-    from hpcsched.analysis.sim_plots import CAPTIONS, DPI, informative_cell, plot_variants, resolve_cell
+    from hpcsched.analysis.sim_plots import CAPTIONS, DPI, informative_cell, plot_variants
     from hpcsched.sim_layout import safe_name
 
-    chosen = resolve_cell(sim, cell) if cell is not None else informative_cell(sim)
+    chosen = sim.cell_name(cell) if cell is not None else informative_cell(sim)
     out.mkdir(parents=True, exist_ok=True)
     images: dict[str, str] = {}
     summary = sim.summary

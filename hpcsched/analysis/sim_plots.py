@@ -160,18 +160,3 @@ def informative_cell(sim: Simulation) -> str | None:
     if numeric:
         rows = rows.sort_values(numeric, ascending=False, kind="stable")
     return str(rows["cell"].iloc[0])
-
-
-def resolve_cell(sim: Simulation, cell: str) -> str:
-    """``cell`` as the name of one of the simulation's cells: its directory name (``atoms=8,deadline=60``)
-    or the matrix keys written out (``resources.atoms=8,deadline=60``). RunDirError listing the cells."""
-    from hpcsched.errors import RunDirError
-    from hpcsched.sim_layout import safe_name
-
-    cells = sim.cells
-    short = safe_name(",".join(f"{k.strip().split('.')[-1]}={v.strip()}"
-                               for k, _, v in (p.partition("=") for p in cell.split(","))))
-    for name in (cell, short):
-        if name in cells:
-            return name
-    raise RunDirError(f"cell: {cell!r} is not a cell of {sim.path}; cells: {', '.join(cells) or 'none'}")
