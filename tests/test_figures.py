@@ -27,7 +27,8 @@ from hpcsched.analysis.report import build_report  # noqa: E402
 from hpcsched.analysis.sim_plots import COLUMN, informative_cell, plot_variants  # noqa: E402
 from hpcsched.cli import main  # noqa: E402
 from hpcsched.errors import RunDirError  # noqa: E402
-from hpcsched.records import Launched, RunFinished, RunStarted, Reported, Running, TrialCreated  # noqa: E402
+from hpcsched.records import (Exited, Launched, RunFinished, RunStarted, Reported, Running,  # noqa: E402
+                              TrialCreated)
 from hpcsched.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
 
@@ -151,26 +152,25 @@ def test_usage_counts_start_up_apart_from_training(run):
 
 
 def test_a_run_that_mostly_started_up_says_so_and_what_to_do(tmp_path):
-    # one atom, three launches of 10 s each, 7 s of which start-up: 70 % of the held time
+    # one atom, three trials one after the other: 10 s launches, 7 s of each starting up
     records = [RunStarted(0.0, "slow", 30.0, 1, 0, "d", "v", ("0",))]
-    t = 0.0
     for i in range(3):
-        records += [TrialCreated(t, f"t{i}", i, {"lr": 0.1 * (i + 1)}), Launched(t, f"t{i}", ("0",), "start"),
-                    Running(t + 7, f"t{i}", 7.0), Reported(t + 8.5, f"t{i}", 1, 0.5 + i / 10),
-                    Reported(t + 10, f"t{i}", 2, 0.6 + i / 10)]
-        t += 10
-    from hpcsched.records import Exited
-
-    for i in range(3):
-        records.insert(5 + 6 * i, Exited(10.0 * (i + 1), f"t{i}", "finished", 2))
+        t, trial = 10.0 * i, f"t{i}"
+        records += [TrialCreated(t, trial, i, {"lr": 0.1 * (i + 1)}), Launched(t, trial, ("0",), "start"),
+                    Running(t + 7, trial, 7.0), Reported(t + 8.5, trial, 1, 0.5 + i / 10),
+                    Reported(t + 10, trial, 2, 0.6 + i / 10), Exited(t + 10, trial, "finished", 2)]
     records.append(RunFinished(30.0, "deadline", "t2", 0.8, 2))
     run = load_run(write_records(tmp_path / "slow" / "events.jsonl", records))
     split = atom_time(run)
     assert split.share(split.startup) == pytest.approx(0.7) and split.share(split.training) == pytest.approx(0.3)
     (hint,) = split.hints()
-    assert hint.startswith("start-up took 70% of the atom-time") and "7 s per launch" in hint
-    notes = [t.get_text() for ax in plot_usage(run).axes for t in ax.texts if t.get_gid() == "usage-hints"]
-    assert notes == ["• " + hint.replace("\n", " ")] or "start-up took 70%" in notes[0]
+    assert hint.startswith("start-up took 70% of the atom-time trials held (3 launches, 7 s per launch against "
+                           "1.5 s per step)")
+    fig = plot_usage(run)
+    (notes,) = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() == "usage-hints"]
+    assert notes.replace("\n", " ").startswith("• start-up took 70% of the atom-time")
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "start-up: 70% of the atom-time" in labels and "training: 30% of the atom-time" in labels
 
 
 def test_hyperparameter_views_show_every_varying_parameter(run):

@@ -264,7 +264,7 @@ def plot_scores(run: Run, title: str | None = None, highlight: int = 5) -> "Figu
 def plot_usage(run: Run, title: str | None = None) -> "Figure":
     """What the atoms' time went to: atoms training and starting up over time, stacked (the rest up to
     the run's atoms idle), the shares of each, and below what the split suggests doing."""
-    fig, axes = new_figure(11, 5.2, rows=2, gridspec_kw={"height_ratios": [4, 1]})
+    fig, axes = new_figure(11, 4.8, rows=2, gridspec_kw={"height_ratios": [6, 1]})
     ax, notes = axes[0][0], axes[1][0]
     info = run.info
     split = atom_time(run)
