@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --resume: this much more time (from the run's deadline, or from now if it passed); "
                           "continues a finished or expired run")
     run.add_argument("--variant", default=None, help="which of the spec's variants to run")
-    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument("--quiet", action="store_true", help="no progress lines (the answer at the end is still printed)")
     run.set_defaults(func=cmd_run)
 
     check = sub.add_parser("check", help="pre-flight: the spec, its trainable and the allocation a batch script "
