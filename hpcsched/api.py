@@ -102,7 +102,8 @@ def run(train: Callable[..., Any] | str | None = None, spec: str | Path | Mappin
     logs). ``deadline``: seconds from now, overriding the spec's. ``sampler``: your own
     ``optuna.samplers.BaseSampler`` object (local and slurm backends), asked for every new trial's
     configuration instead of the spec's sampler, and told the scores as the spec's Optuna samplers are
-    (``sampler:`` keys ``startup_trials``, ``random_fraction``, ``objectives`` still apply). Raises
+    (``sampler:`` keys ``startup_trials``, ``random_fraction``, ``objectives`` still apply; a
+    ``resume=True`` run needs the object again, and proposes what it proposes then). Raises
     ``SpecError`` for a bad spec and ``UserError`` for other bad input, before anything is launched.
     """
     if spec is None:

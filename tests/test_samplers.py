@@ -130,6 +130,8 @@ def test_qmc_covers_each_bin_once_and_is_a_function_of_the_index():
     ({"name": "random", "startup_trials": 3}, CURVE_SPACE, "sampler.startup_trials: only for Optuna's samplers"),
     ({"name": "optuna.NoSuchSampler"}, CURVE_SPACE, "sampler.name: 'optuna.NoSuchSampler' is not a sampler of "
                                                     "optuna.samplers (BruteForceSampler, CmaEsSampler"),
+    ({"name": "optuna.GridSampler"}, CURVE_SPACE, "sampler.name: 'optuna.GridSampler' cannot be made from its name "
+                                                  "alone"),
     ({"name": "nsgaii", "objectives": {"loss": "low"}}, CURVE_SPACE,
      "sampler.objectives: expected a metric name and max or min, got 'loss': 'low'"),
     ({"name": "tpe", "random_fraction": 1.5}, CURVE_SPACE,

@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 
 
 class OptunaSampler:
-    """Optuna's ``name`` sampler (tpe or gp) over ``space``; see the module docstring."""
+    """Optuna's ``name`` sampler (tpe, gp, cmaes, nsgaii, nsgaiii, optuna.<Class>), or ``model``, over
+    ``space``; see the module docstring."""
 
     def __init__(self, space: Space, seed: int, mode: str, name: str, startup_trials: int = 10,
                  random_fraction: float = 1 / 3, objectives: tuple[tuple[str, str], ...] = (), model: Any = None):
