@@ -198,6 +198,13 @@ def test_every_simulation_figure_renders_and_fits_a_paper_column(simulation, tmp
         assert fig.get_figwidth() <= COLUMN
         sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()]
         assert min(sizes) >= SMALL
+        for legend in fig.legends:  # nothing cut off at the figure's edges
+            assert inside(legend.get_window_extent(), fig.bbox)
+    # five variants with long names still fit the column
+    long = simulation.summary.assign(variant=simulation.summary["variant"].map(
+        {"asha": "hypersched-speculative", "hypersched": "hypersched-paper-rules"}))
+    fig = drawn(plot_variants(long, simulation.matrix_keys, "regret"))
+    assert all(inside(legend.get_window_extent(), fig.bbox) for legend in fig.legends)
 
 
 def test_simulation_panels_share_one_y_range_and_a_to_scale_deadline_axis(simulation):

@@ -119,8 +119,9 @@ def plot_variants(summary: pd.DataFrame, matrix_keys: tuple[str, ...] = (), valu
         ax.set_xlabel(axis_label(x_key) + (" (log scale)" if log else ""), fontsize=SMALL)
         ax.xaxis.set_tick_params(labelbottom=True)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3), fontsize=SMALL,
-               frameon=False)
+    widest = max((len(label) for label in labels), default=0)  # a column of the legend must fit the figure
+    fig.legend(handles, labels, loc="outside lower center", ncols=max(1, min(len(labels), 3, 40 // (widest + 6))),
+               fontsize=SMALL, frameon=False)
     _caption(fig, title or caption)
     return fig
 
