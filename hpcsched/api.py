@@ -93,14 +93,18 @@ def _experiment(spec: str | Path | Mapping[str, Any] | Spec, train: Callable[...
 def run(train: Callable[..., Any] | str | None = None, spec: str | Path | Mapping[str, Any] | Spec | None = None,
         *, backend: str = "local", run_dir: str | Path | None = None, deadline: float | None = None,
         variant: str | None = None, resume: bool = False, quiet: bool = False, seeds: int = 1,
-        out: str | Path | None = None) -> SearchResult:
+        out: str | Path | None = None, sampler: Any = None) -> SearchResult:
     """Run a search and return its result.
 
     ``backend``: ``local`` (trials as local processes), ``slurm`` (job steps of the allocation
     this runs in) or ``sim`` (the spec's ``workload`` replayed on a virtual clock, ``seeds``
     seeds from the spec's, every variant and matrix cell; ``out`` keeps its summary and event
-    logs). ``deadline``: seconds from now, overriding the spec's. Raises ``SpecError`` for a bad
-    spec and ``UserError`` for other bad input, before anything is launched.
+    logs). ``deadline``: seconds from now, overriding the spec's. ``sampler``: your own
+    ``optuna.samplers.BaseSampler`` object (local and slurm backends), asked for every new trial's
+    configuration instead of the spec's sampler, and told the scores as the spec's Optuna samplers are
+    (``sampler:`` keys ``startup_trials``, ``random_fraction``, ``objectives`` still apply; a
+    ``resume=True`` run needs the object again, and proposes what it proposes then). Raises
+    ``SpecError`` for a bad spec and ``UserError`` for other bad input, before anything is launched.
     """
     if spec is None:
         raise UserError("spec: required (a spec file, a dict or a Spec)")
@@ -109,6 +113,8 @@ def run(train: Callable[..., Any] | str | None = None, spec: str | Path | Mappin
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise UserError(f"seeds: expected a whole number >= 1, got {seeds!r}")
     experiment = _experiment(spec, train)
+    if sampler is not None:
+        _check_sampler_object(sampler, backend, experiment.spec)
     if backend == "sim":
         from hpcsched.simulate import simulate_experiment
 
@@ -123,6 +129,22 @@ def run(train: Callable[..., Any] | str | None = None, spec: str | Path | Mappin
     real = single_spec(experiment, str(experiment.spec.source or experiment.spec.name))
     directory = Path(run_dir) if run_dir is not None else default_run_dir(real)
     options = RunOptions(run_dir=directory, backend=backend, deadline=deadline, resume=resume, variant=variant,
-                         quiet=quiet)
+                         quiet=quiet, sampler=sampler)
     result = run_experiment(real, options, out=sys.stdout)
     return SearchResult(result, directory)
+
+
+def _check_sampler_object(sampler: Any, backend: str, spec: Spec) -> None:
+    """A sampler object must be Optuna's, for a real run over a space a model can propose from."""
+    try:
+        import optuna
+    except ImportError:
+        raise UserError("sampler: an Optuna sampler object needs optuna (pip install 'hpcsched[samplers]')") from None
+    if not isinstance(sampler, optuna.samplers.BaseSampler):
+        raise UserError(f"sampler: expected an optuna.samplers.BaseSampler object, got {type(sampler).__name__}")
+    if backend == "sim":
+        raise UserError("sampler: a sampler object runs with backend='local' or 'slurm'; a simulation names its "
+                        "sampler in the spec (sampler: {name: ...})")
+    if spec.space is None or spec.space.grid_params:
+        raise UserError("sampler: a sampler object needs a space without grid parameters (use choice)"
+                        if spec.space is not None else "sampler: a sampler object needs a space: section")

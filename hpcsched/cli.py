@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --resume: this much more time (from the run's deadline, or from now if it passed); "
                           "continues a finished or expired run")
     run.add_argument("--variant", default=None, help="which of the spec's variants to run")
-    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument("--quiet", action="store_true", help="no progress lines (the answer at the end is still printed)")
     run.set_defaults(func=cmd_run)
 
     check = sub.add_parser("check", help="pre-flight: the spec, its trainable and the allocation a batch script "
@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how scores compare (default: from the run's spec/result, else inferred)")
     report.add_argument("--max-gantt-trials", type=positive_int, default=300,
                         help="Gantt rows at most: the trials with the most atom-time (default 300)")
+    report.add_argument("--cell", default=None, metavar="CELL",
+                        help="simulator output: the matrix cell whose runs the Gantts show, e.g. "
+                             "atoms=8,deadline=60 (default: the longest deadline, then the most atoms)")
     report.set_defaults(func=cmd_report)
     return parser
 
@@ -126,7 +129,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from hpcsched.analysis.report import build_report
 
-    for written in build_report(args.path, args.out, args.mode, args.max_gantt_trials):
+    for written in build_report(args.path, args.out, args.mode, args.max_gantt_trials, args.cell):
         print(written)
     return 0
 
@@ -154,17 +157,30 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from collections import Counter
+
     from hpcsched.analysis.simulation import means_table
+    from hpcsched.meter import Meter
     from hpcsched.rundir import default_output_dir
     from hpcsched.sim_layout import summary_path
-    from hpcsched.simulate import default_jobs, simulate_experiment
+    from hpcsched.simulate import default_jobs, plan, simulate_experiment
     from hpcsched.spec import load_experiment
 
     experiment = load_experiment(args.spec)
     seeds = [experiment.spec.seed + i for i in range(args.seeds)]
     jobs = args.jobs if args.jobs is not None else default_jobs()
     out = args.out if args.out is not None else default_output_dir(experiment.spec.name, "sim")
-    frame = simulate_experiment(experiment, seeds, out, event_log=not args.no_events, jobs=jobs)
+    labels = [cell.label for cell in experiment.cells]
+    tasks = plan(experiment, seeds, None, False)
+    variants = len({t.variant.name for t in tasks})
+    meter = Meter(Counter(labels[t.cell] for t in tasks), sys.stderr, what="runs",
+                  shape=f"{len(labels)} cell(s) x {variants} variant(s) x {len(seeds)} seed(s)")
+    meter.start()
+    try:
+        frame = simulate_experiment(experiment, seeds, out, event_log=not args.no_events, jobs=jobs,
+                                    on_done=lambda task: meter.step(labels[task.cell]))
+    finally:
+        meter.close()
     table = means_table(frame, experiment.matrix_keys)
     with_pd_options(lambda: print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}")))
     print(f"\nwrote {summary_path(out)} ({len(frame)} run{'' if len(frame) == 1 else 's'})")

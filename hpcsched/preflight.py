@@ -20,7 +20,7 @@ from typing import Sequence, TextIO
 from hpcsched.durations import format_duration
 from hpcsched.errors import UserError, shown
 from hpcsched.executors.launching import inherited_environment
-from hpcsched.executors.slurm import Allocation, NodeShare, megabytes, slurm_resources
+from hpcsched.executors.slurm import Allocation, NodeShare, SlurmResources, megabytes, slurm_resources
 from hpcsched.probe import probe_trainable
 from hpcsched.backends import ALLOCATION_SAFETY, backend_for
 from hpcsched.runner import checked_trainable, deadline_problem
@@ -250,6 +250,8 @@ def _check_request(spec: Spec, options: CheckOptions, problems: list[str], out: 
         print(f"resources: {resources.atoms} atoms of {resources.gpus_per_atom} GPU(s) and "
               f"{resources.cpus_per_atom} CPU(s) ({', '.join(str(n) for _, n in resources.atoms_per_node)} "
               f"per node): ok", file=out)
+        for line in idle_warnings(request, resources):
+            print(f"warning: {line}", file=out)
     except UserError as exc:
         problems.append(f"{exc} [requested: {request.describe()}]")
     _check_time(spec, request, problems, out)
@@ -259,6 +261,27 @@ def _check_request(spec: Spec, options: CheckOptions, problems: list[str], out: 
     if not parsed.get("signal", "").startswith(("B:USR1", "USR1")):
         print("warning: no --signal=B:USR1@120: at the time limit or a preemption the trials are not "
               "checkpointed first", file=out)
+
+
+def idle_warnings(request: SbatchRequest, resources: SlurmResources) -> list[str]:
+    """What the request holds that no atom uses (GPUs, whole nodes), with a request that fits."""
+    used_nodes = len(resources.atoms_per_node)
+    idle_nodes = request.nodes - used_nodes
+    held = request.nodes * request.gpus_per_node
+    used = resources.atoms * resources.gpus_per_atom
+    if used >= held and idle_nodes <= 0:
+        return []
+    parts = []
+    if used < held:
+        parts.append(f"{held - used} of {held} GPUs")
+    if idle_nodes > 0:
+        parts.append(f"{idle_nodes} of {request.nodes} node(s)")
+    per_node = max(n for _, n in resources.atoms_per_node) * resources.gpus_per_atom
+    fit = f"--nodes={used_nodes}" + (f" --gpus-per-node={per_node} --ntasks-per-node={per_node}" if per_node else "")
+    more = held // resources.gpus_per_atom if resources.gpus_per_atom else None
+    return [f"{' and '.join(parts)} would sit idle: the spec's {resources.atoms} atom(s) of "
+            f"{resources.gpus_per_atom} GPU(s) use {used} GPU(s) on {used_nodes} node(s); request {fit}"
+            + (f", or raise resources.atoms to {more}" if more and more > resources.atoms else "")]
 
 
 def _check_time(spec: Spec, request: SbatchRequest, problems: list[str], out: TextIO) -> None:

@@ -81,24 +81,26 @@ class Progress:
         return None
 
     def summary(self, result: dict[str, Any], run_dir: RunDir) -> None:
-        if self.quiet:
-            return
+        """The answer at the end: printed even when ``quiet`` (which only silences the progress lines)."""
         best = result.get("best")
         if best is None:
-            self.say(f"no checkpointed result; see {run_dir.path}")
+            self._answer(f"no checkpointed result; see {run_dir.path}")
             return
         trained = f"trained to R = {result['max_steps']}" if best.get("completed") else \
             f"not trained to R = {result['max_steps']}"
-        self.say(f"\nbest: trial {best['trial']} {result['metric']}={best['score']:.4g} at step {best['step']} "
-                 f"({trained})")
+        self._answer(("" if self.quiet else "\n") + f"best: trial {best['trial']} {result['metric']}="
+                     f"{best['score']:.4g} at step {best['step']} ({trained})")
         if best.get("peak_step", best["step"]) != best["step"]:
-            self.say(f"(its best report: {result['metric']}={best['peak_score']:.4g} at step {best['peak_step']})")
-        self.say(f"config: {best['config']}")
-        self.say(f"checkpoint: {best['checkpoint']}")
+            self._answer(f"(its best report: {result['metric']}={best['peak_score']:.4g} at step {best['peak_step']})")
+        self._answer(f"config: {best['config']}")
+        self._answer(f"checkpoint: {best['checkpoint']}")
         done = result.get("best_completed")
         if done is None:
-            self.say(f"no trial was trained to R = {result['max_steps']} steps")
+            self._answer(f"no trial was trained to R = {result['max_steps']} steps")
         elif done["trial"] != best["trial"] or done["step"] != best["step"]:
-            self.say(f"best fully trained (step {done['step']}): trial {done['trial']} "
-                     f"{result['metric']}={done['score']:.4g}, {done['checkpoint']}")
-        self.say(f"result: {run_dir.result}")
+            self._answer(f"best fully trained (step {done['step']}): trial {done['trial']} "
+                         f"{result['metric']}={done['score']:.4g}, {done['checkpoint']}")
+        self._answer(f"result: {run_dir.result}")
+
+    def _answer(self, text: str) -> None:
+        print(text, file=self.out, flush=True)

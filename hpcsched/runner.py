@@ -27,6 +27,7 @@ from hpcsched.progress import Progress
 from hpcsched.records import FinishReason, Record, RunStarted
 from hpcsched.result import ResultKeeper, build_result, write_result, iso_time
 from hpcsched.rundir import RunDir, default_output_dir
+from hpcsched.samplers import make_sampler
 from hpcsched.spec import Spec
 from hpcsched.state import RunState
 from hpcsched.trainables import check_trainable, resolve_reference
@@ -41,6 +42,7 @@ class RunOptions:
     variant: str | None = None
     quiet: bool = False
     extend: float | None = None  # seconds more for a resumed run (from its deadline, or now if that passed)
+    sampler: Any = None  # an optuna.samplers.BaseSampler object (Python API): it proposes, not the spec's sampler
 
 
 def default_run_dir(spec: Spec) -> Path:
@@ -144,9 +146,12 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: Back
         progress.on_record(record, state)
         keeper.on_record(record, state)
 
+    sampler = None
+    if options.sampler is not None:
+        sampler = make_sampler(spec.sampler, spec.space, spec.seed, spec.metric.mode, model=options.sampler)
     controller = build_controller(spec, variant, executor, clock, journal, deadline=deadline, atom_ids=atom_ids,
                                   records=records, stop_margin=plan.stop_margin,
-                                  wind_down_grace=spec.controller.stop_grace, on_record=on_record)
+                                  wind_down_grace=spec.controller.stop_grace, on_record=on_record, sampler=sampler)
     state = controller.state
     run_dir.claim(options.backend)
     run_dir.reserve_space()

@@ -6,11 +6,12 @@ per run (best_score, oracle_score, regret, trials_started, resizes, ...).
 
 from __future__ import annotations
 
+import math
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,7 @@ from hpcsched.workloads.synthetic import CURVE_PARAMETERS, SyntheticWorkload
 from hpcsched.workloads.trace import TraceWorkload, load_trace
 
 STARTUP_STREAM = 7  # the seeded stream a simulated run draws its startups from (a list in the workload)
+CHUNKS_PER_JOB = 4  # parallel runs go out in this many chunks per process: progress, and balance
 SUMMARY_COLUMNS = ("variant", "seed", "best_score", "oracle_score", "regret", "trials_started", "resizes",
                    "pauses", "promotions", "completed", "entrance_closed_at", "best_trial", "best_step")
 
@@ -166,24 +168,33 @@ def plan(experiment: Experiment, seeds: list[int], out: Path | None, event_log: 
 
 
 def simulate_experiment(experiment: Experiment, seeds: list[int], out: Path | None = None,
-                        event_log: bool = True, jobs: int = 1) -> pd.DataFrame:
-    """Run all tasks (in ``jobs`` processes) and return the summary frame (also written to out/summary.csv)."""
+                        event_log: bool = True, jobs: int = 1,
+                        on_done: Callable[[SimTask], None] | None = None) -> pd.DataFrame:
+    """Run all tasks (in ``jobs`` processes) and return the summary frame (also written to out/summary.csv).
+    ``on_done(task)`` is called as each task finishes (progress)."""
     tasks = plan(experiment, seeds, out, event_log)
     if out is not None and event_log:
         for task in tasks:
             if task.event_log.exists():
                 task.event_log.unlink()
     jobs = max(1, min(jobs, len(tasks)))
+    rows: list[Any] = [None] * len(tasks)
     if jobs == 1:
-        rows = _run_chunk(tasks)
-    else:
-        positions = [list(range(i, len(tasks), jobs)) for i in range(jobs)]
+        traces: dict = {}
+        for p, task in enumerate(tasks):
+            rows[p] = _run_task(task, traces)
+            if on_done is not None:
+                on_done(task)
+    else:  # chunks of neighbouring tasks (they share traces), as many as keep every process busy
+        size = max(1, math.ceil(len(tasks) / (jobs * CHUNKS_PER_JOB)))
+        chunks = [list(range(i, min(i + size, len(tasks)))) for i in range(0, len(tasks), size)]
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = pool.map(_run_chunk, [[tasks[p] for p in chunk] for chunk in positions])
-            rows = [None] * len(tasks)
-            for chunk, chunk_rows in zip(positions, results):
-                for p, row in zip(chunk, chunk_rows):
+            futures = {pool.submit(_run_chunk, [tasks[p] for p in chunk]): chunk for chunk in chunks}
+            for future in as_completed(futures):
+                for p, row in zip(futures[future], future.result()):
                     rows[p] = row
+                    if on_done is not None:
+                        on_done(tasks[p])
     frame = pd.DataFrame(rows)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

@@ -93,6 +93,9 @@ def collect_status(run_dir: RunDir, now: float | None = None) -> dict[str, Any]:
                        "config": t.config,
                        "error": t.error.splitlines()[-1] if t.error else ""})
     result = read_result(run_dir)
+    counts = {k: v for k, v in state.counts.items() if v}
+    if result:  # result.json is rewritten on a new best or a completed trial only: its counts lag the journal
+        result = {**result, "trials_started": len(state.trials), "trials": counts}
     return {
         "run_dir": str(run_dir.path),
         "name": started.name if started else None,
@@ -107,7 +110,7 @@ def collect_status(run_dir: RunDir, now: float | None = None) -> dict[str, Any]:
         "stopped": state.stopped.reason if state.stopped and not state.finished else None,
         "controller": {"alive": alive, **controller},
         "atoms_total": state.total_atoms, "atoms_in_use": state.total_atoms - state.free_atoms,
-        "counts": {k: v for k, v in state.counts.items() if v},
+        "counts": counts,
         "exploration_closed_at": state.entrance_closed_at,
         "best": ({"trial": state.best_trial, "score": state.best_score, "step": state.best_step}
                  if state.best_score is not None else None),

@@ -208,7 +208,7 @@ class TrialContext:
         self._token = os.environ.get(TOKEN_VARIABLE, "")  # every line carries it: the controller knows it is ours
         self._started = False
         self._best_score, self._best_step = _best_so_far(self.paths.scores, launch.mode)
-        self._events = open_event_log(self.paths.tensorboard) if self.is_chief else None
+        self._events = open_event_log(self.paths.tensorboard, self.config, launch.trial_id) if self.is_chief else None
 
     # ------------------------------------------------------------ for trainables
 

@@ -6,14 +6,16 @@
 #   sbatch --export=ALL,SPEC=experiments/cifar10/cifar10-1800s.yaml,VARIANT=hypersched slurm_templates/launch_controller.sh
 #
 # Variables (sbatch --export=ALL,NAME=value,...): SPEC (required), VARIANT (when the spec has several),
-# RUN_DIR (default runs/<job name>), EXTEND (more time for a resubmitted run, e.g. 30m), HPCSCHED
-# (the hpcsched executable), VENV (the virtual environment to activate; default ./.venv).
-# Submitting again with the same RUN_DIR continues the search; add EXTEND=30m if its deadline passed.
+# RUN_DIR (default runs/<spec file name>-<job id>, e.g. runs/cifar10-1800s-4242: one per job, so two jobs
+# never share one; a requeued job keeps its id and resumes there), EXTEND (more time for a resubmitted
+# run, e.g. 30m), HPCSCHED (the hpcsched executable), VENV (the virtual environment to activate; default ./.venv).
+# To continue a run in a new job, pass its directory: RUN_DIR=runs/cifar10-1800s-4242 (add EXTEND=30m if its
+# deadline passed). The job's output file names the run directory on its first line.
 # Stop early, keeping every checkpoint:  scancel --signal=USR1 -b JOBID  (the controller winds down).
 # Needs Slurm >= 21.08 (srun --exact) and bash >= 4.2.
 #
 # Lines marked EDIT are the ones to adapt; `hpcsched check ... --sbatch-script` compares them with the spec.
-#SBATCH --job-name=hpcsched            # EDIT: name of the search (also the default run directory)
+#SBATCH --job-name=hpcsched            # EDIT: the job's name in squeue and in its output file name
 #SBATCH --nodes=2                      # EDIT: nodes of the allocation
 #SBATCH --gpus-per-node=4              # EDIT: GPUs per node (an atom is resources.gpus_per_atom of them)
 #SBATCH --ntasks-per-node=4            # EDIT: = GPUs per node, so every concurrent step gets CPUs
@@ -43,8 +45,10 @@ fi
 set -u  # after the activation: conda's scripts read unset variables
 
 SPEC=${SPEC:?set SPEC=path/to/experiment.yaml (sbatch --export=ALL,SPEC=...)}
-RUN_DIR=${RUN_DIR:-runs/${SLURM_JOB_NAME}}     # shared storage, visible from every node; keep it for resume
+spec_name=$(basename "$SPEC")
+RUN_DIR=${RUN_DIR:-runs/${spec_name%.*}-${SLURM_JOB_ID:?not inside a Slurm job}}  # shared storage, visible from every node
 HPCSCHED=${HPCSCHED:-hpcsched}
+echo "run directory: $RUN_DIR (hpcsched status $RUN_DIR)"
 
 variant=()
 if [[ -n ${VARIANT:-} ]]; then variant=(--variant "$VARIANT"); fi

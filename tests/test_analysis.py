@@ -434,8 +434,16 @@ def test_load_simulation_matches_its_summary(tmp_path):
     assert np.allclose(got.loc[expected.index, "best_score_mean"], expected["mean"])
     assert np.allclose(got.loc[expected.index, "best_score_sd"], expected["std"])
     assert means_table(sim.summary.iloc[:0], sim.matrix_keys).empty
-    with pytest.raises(RunDirError, match="no event log"):
+    # a cell as the spec names it, or as its directory is named; a miss names what there is
+    assert sim.run("resources.atoms=4", "asha", 1).info.atoms == 4 == sim.run("atoms=4", "asha", 1).info.atoms
+    with pytest.raises(RunDirError, match="'atoms=3' is not a cell of .*; cells: atoms=2, atoms=4") as info:
         sim.run("atoms=3")
+    assert "--no-events" not in str(info.value)
+    with pytest.raises(RunDirError, match="variants: asha, hypersched; seeds: 0, 1"):
+        sim.run("atoms=2", "nope")
+    simulate_experiment(experiment, [0], tmp_path / "quiet", event_log=False)
+    with pytest.raises(RunDirError, match="ran with --no-events"):
+        load_simulation(tmp_path / "quiet").run("atoms=2")
 
 
 def test_run_objects_cache_their_frames(sim_journal):

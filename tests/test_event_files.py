@@ -6,7 +6,7 @@ from collections import defaultdict
 
 import pytest
 
-from hpcsched.records import LaunchReason, Launched, Reported
+from hpcsched.records import LaunchReason, Launched, Reported, TrialCreated
 from tests.runs import hpcsched, records, write_spec
 
 pytestmark = pytest.mark.slow
@@ -47,3 +47,18 @@ def test_each_trial_has_its_scores_and_metrics_as_tensorboard_scalars_over_its_l
         scalars = read_scalars(directory)
         assert scalars["acc"] == pytest.approx({r.step: r.score for r in reports})
         assert scalars["steps_done"] == pytest.approx({r.step: r.metrics["steps_done"] for r in reports})
+        # TensorBoard's HParams dashboard: each file starts with the trial's configuration
+        config = next(r.config for r in recs if isinstance(r, TrialCreated) and r.trial == trial)
+        assert read_hparams(directory) == ({k: float(v) for k, v in config.items()}, trial)
+
+
+def read_hparams(directory) -> tuple[dict, str]:
+    """The hyperparameters and group the HParams plugin reads from the directory's session-start summary."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import metadata
+
+    events = EventAccumulator(str(directory))
+    events.Reload()
+    content = events.PluginTagToContent(metadata.PLUGIN_NAME)[metadata.SESSION_START_INFO_TAG]
+    info = metadata.parse_session_start_info_plugin_data(content)
+    return {name: value.number_value for name, value in info.hparams.items()}, info.group_name

@@ -124,7 +124,8 @@ def test_a_script_that_loses_output_or_checkpoints_is_warned_about(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "warning: --requeue without --open-mode=append" in proc.stdout
     assert "warning: no --signal=B:USR1@120" in proc.stdout
-    proc = _check(str(spec), "--sbatch-script", str(TEMPLATE))
+    proc = _check(str(spec), "--sbatch-script", str(TEMPLATE), "--nodes=1", "--gpus-per-node=2",
+                  "--ntasks-per-node=2")
     assert proc.returncode == 0 and "warning" not in proc.stdout, proc.stdout
 
 
@@ -150,3 +151,48 @@ def test_check_imports_the_trainable_as_a_trial_would(tmp_path, trainable, cause
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert cause in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert "ready to run" not in proc.stdout
+
+
+def test_gpus_and_nodes_no_atom_uses_are_warned_about_with_a_request_that_fits(tmp_path):
+    spec = write_spec(tmp_path, resources={"atoms": 2, "gpus_per_atom": 1, "cpus_per_atom": 1})
+    proc = _check(str(spec), "--sbatch-script", str(TEMPLATE))  # 2 nodes x 4 GPUs for 2 atoms of 1 GPU
+    assert proc.returncode == 0, proc.stderr
+    assert ("warning: 6 of 8 GPUs and 1 of 2 node(s) would sit idle: the spec's 2 atom(s) of 1 GPU(s) use "
+            "2 GPU(s) on 1 node(s); request --nodes=1 --gpus-per-node=2 --ntasks-per-node=2, or raise "
+            "resources.atoms to 8") in proc.stdout
+    proc = _check(str(spec), "--sbatch-script", str(TEMPLATE), "--nodes=1")  # 1 node x 4 GPUs: GPUs only
+    assert "warning: 2 of 4 GPUs would sit idle" in proc.stdout
+    proc = _check(str(CIFAR), "--variant", "hypersched", "--sbatch-script", str(TEMPLATE))  # 8 atoms: all used
+    assert "would sit idle" not in proc.stdout
+
+
+def test_the_template_gives_each_job_its_own_run_directory_and_a_requeue_resumes_it(tmp_path):
+    import os
+    import subprocess
+
+    stub = tmp_path / "hpcsched-stub"  # records the command lines the template would run
+    stub.write_text('#!/bin/bash\necho "$@" >> "$CALLS"\n')
+    stub.chmod(0o755)
+
+    def job(job_id: str, **extra: str) -> list[str]:
+        calls = tmp_path / f"calls-{job_id}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+        env.update(SPEC="experiments/cifar10/cifar10-1800s.yaml", VARIANT="hypersched", HPCSCHED=str(stub),
+                   CALLS=str(calls), SLURM_JOB_ID=job_id, SLURM_JOB_NAME="hpcsched", **extra)
+        proc = subprocess.run(["bash", str(TEMPLATE)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"run directory: {env.get('RUN_DIR', f'runs/cifar10-1800s-{job_id}')}")
+        return calls.read_text().splitlines()
+
+    check, run = job("4242")
+    assert check.startswith("check experiments/cifar10/cifar10-1800s.yaml --variant hypersched")
+    assert run == "run experiments/cifar10/cifar10-1800s.yaml --backend slurm --run-dir runs/cifar10-1800s-4242 " \
+                  "--variant hypersched"
+    assert job("4243")[1].split("--run-dir ")[1].startswith("runs/cifar10-1800s-4243")  # another job: its own
+    (tmp_path / "runs" / "cifar10-1800s-4242").mkdir(parents=True)
+    (tmp_path / "runs" / "cifar10-1800s-4242" / "events.jsonl").write_text("")
+    (tmp_path / "calls-4242").unlink()
+    assert job("4242", SLURM_RESTART_COUNT="1")[1].endswith("--resume")  # requeued: the same id resumes
+    continued = job("5000", RUN_DIR="runs/cifar10-1800s-4242", EXTEND="30m")[1]
+    assert "--run-dir runs/cifar10-1800s-4242" in continued and continued.endswith("--resume --extend 30m")

@@ -25,3 +25,21 @@ def test_a_trial_stopped_before_its_first_step_is_not_said_to_have_checkpointed(
     assert describe(Exited(5.0, "t0008", ExitOutcome.CHECKPOINTED, 0)) == "t0008 exited before its first step"
     assert describe(Exited(5.0, "t0008", ExitOutcome.CHECKPOINTED, 3)) == "t0008 checkpointed at step 3"
     assert describe(Exited(5.0, "t0008", ExitOutcome.FINISHED, 30)) == "t0008 finished at step 30"
+
+
+def test_quiet_silences_the_progress_lines_but_not_the_answer(tmp_path):
+    import io
+
+    from hpcsched.clock import VirtualClock
+    from hpcsched.rundir import RunDir
+
+    out = io.StringIO()
+    progress = Progress(out, VirtualClock(0.0), quiet=True)
+    progress.on_record(StopRequested(5.0, "t0007", StopIntent.PAUSE, reason="rung 2"), RunState())
+    assert out.getvalue() == ""
+    best = {"trial": "t0003", "score": 0.98, "step": 30, "completed": True, "config": {"lr": 0.1},
+            "checkpoint": "trials/t0003/checkpoints/step-00000030.pt"}
+    progress.summary({"best": best, "best_completed": best, "metric": "accuracy", "max_steps": 30},
+                     RunDir(tmp_path))
+    assert out.getvalue().splitlines()[0] == "best: trial t0003 accuracy=0.98 at step 30 (trained to R = 30)"
+    assert f"result: {tmp_path / 'result.json'}" in out.getvalue()

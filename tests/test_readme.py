@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,50 @@ def readme_commands() -> list[str]:
     section = text.split("## Set up and run", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
     return [b.strip() for b in blocks]
+
+
+def readme_section(title: str) -> str:
+    text = (REPO / "README.md").read_text()
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def own_model_blocks() -> dict[str, str]:
+    """The README's own-model example: its python, yaml and sh blocks, as written."""
+    section = readme_section("Your own model")
+    return {kind: block for kind, block in re.findall(r"```(python|yaml|sh)\n(.*?)```", section, flags=re.S)}
+
+
+def test_the_readme_shows_the_own_model_example_as_the_tested_files_hold_it():
+    blocks = own_model_blocks()
+    example = REPO / "examples" / "own_model"
+    assert blocks["python"] == (example / "train.py").read_text()
+    assert blocks["yaml"] == (example / "search.yaml").read_text()
+    assert blocks["sh"].strip() == ".venv/bin/hpcsched run examples/own_model/search.yaml"
+    assert len(blocks["python"].splitlines()) <= 25 and len(blocks["yaml"].splitlines()) <= 12
+    # the first screen: what it does, the set-up, then your own model, then the words
+    text = (REPO / "README.md").read_text()
+    headings = re.findall(r"^## (.+)$", text, flags=re.M)
+    assert headings[:3] == ["Set up and run", "Your own model", "Words"]
+    for word in ("trial", "step", "R", "r", "eta", "rung", "atom", "resize", "exploration closed"):
+        assert re.search(rf"^\| {re.escape(word)}[ ,|]", readme_section("Words"), flags=re.M), word
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_the_readme_own_model_example_runs_as_written(tmp_path):
+    blocks = own_model_blocks()
+    (tmp_path / "train.py").write_text(blocks["python"])
+    (tmp_path / "search.yaml").write_text(blocks["yaml"])
+    command = blocks["sh"].strip().replace(".venv/bin/hpcsched", str(Path(sys.executable).parent / "hpcsched"))
+    command = command.replace("examples/own_model/search.yaml", "search.yaml")
+    proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (run,) = list((tmp_path / "runs").iterdir())
+    result = json.loads((run / "result.json").read_text())
+    assert FinishReason.planned(result["reason"]) and result["trials_started"] >= 4
+    assert result["pauses"] >= 1  # trials were compared at the rungs
+    done = result["best_completed"]
+    assert done is not None and done["step"] == 20 and done["score"] > 0.85  # a model trained to R
 
 
 def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_second():

@@ -50,11 +50,12 @@ def run_dir(tmp_path_factory) -> Path:
 
 def test_report_of_a_run_directory(run_dir):
     files = build_report(run_dir)
-    assert [f.parent for f in files] == [run_dir / "report"] * 5
-    assert_figures(files, ["gantt.png", "scores.png", "usage.png", "allocation.png"])
+    assert [f.parent for f in files] == [run_dir / "report"] * 7
+    assert_figures(files, ["gantt.png", "scores.png", "usage.png", "allocation.png", "params.png", "parallel.png"])
     text = (run_dir / "report" / "summary.md").read_text()
     for needle in ("# Run report: small", "## Best", "score = **", "| completed |", "exploration stopped",
-                   "![Allocation over time](gantt.png)", "![Scores over time](scores.png)", "finished (deadline)"):
+                   "![What each trial was doing when](gantt.png)", "![Scores against step and time](scores.png)",
+                   "finished (deadline)"):
         assert needle in text, needle
 
 
@@ -86,7 +87,7 @@ def test_report_of_a_simulator_output(tmp_path):
     text = (tmp_path / "out" / "summary.md").read_text()
     assert "| resources.atoms | deadline | variant | seeds | best score | regret |" in text
     assert text.count(" ± ") >= 16 and "16 runs: 4 matrix cell(s) × 2 variant(s) × 2 seed(s)" in text
-    assert "![Allocation of asha (atoms=2,deadline=4, seed 0)](gantt-asha.png)" in text
+    assert "![Allocation of asha (atoms=4,deadline=6, seed 0)](gantt-asha.png)" in text  # the most informative cell
 
 
 def test_report_of_a_run_in_progress_with_a_torn_line(run_dir, tmp_path):
@@ -113,12 +114,13 @@ def test_report_with_trials_without_scores_and_without_trials(tmp_path):
                   [started, TrialCreated(100.0, "t0", 0, {}), Launched(100.0, "t0", ("0",), "start"),
                    Running(101.0, "t0", 1.0)])
     files = build_report(tmp_path / "fresh")
-    assert {f.name for f in files} == {"gantt.png", "scores.png", "usage.png", "allocation.png", "summary.md"}
+    assert {f.name for f in files} == {"gantt.png", "scores.png", "usage.png", "allocation.png", "params.png",
+                                       "parallel.png", "summary.md"}
     assert "No trial has reported a score yet." in (tmp_path / "fresh" / "report" / "summary.md").read_text()
     # a run that has only just started
     write_records(tmp_path / "empty" / "events.jsonl", [started])
     files = build_report(tmp_path / "empty", tmp_path / "empty-report")
-    assert all(f.is_file() for f in files) and len(files) == 5
+    assert all(f.is_file() for f in files) and len(files) == 7
 
 
 def test_not_a_run_is_a_clear_error(tmp_path):
@@ -138,7 +140,7 @@ def test_command_line_entry_points_on_a_lone_journal_file(run_dir, tmp_path, cap
     printed = capsys.readouterr().out.split()
     out = tmp_path / "seed-0-report"  # the default beside a journal file
     assert printed == [str(out / n) for n in ("gantt.png", "scores.png", "usage.png", "allocation.png",
-                                              "summary.md")]
+                                              "params.png", "parallel.png", "summary.md")]
     assert_figures([Path(p) for p in printed], ["gantt.png"])
     with pytest.raises(SystemExit):
         parser.parse_args(["report", str(run_dir), "--max-gantt-trials", "0"])

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from hpcsched.errors import SpecError
+from hpcsched.errors import SpecError, UserError
 from hpcsched.journal import read_journal
 from hpcsched.records import Reported, TrialCreated
 from hpcsched.samplers import make_sampler
@@ -125,8 +125,15 @@ def test_qmc_covers_each_bin_once_and_is_a_function_of_the_index():
 
 
 @pytest.mark.parametrize("sampler,space,expected", [
-    ("bayes", CURVE_SPACE, "sampler.name: expected one of random, tpe, gp, qmc, got 'bayes'"),
-    ({"name": "random", "startup_trials": 3}, CURVE_SPACE, "sampler.startup_trials: only for a model-based"),
+    ("bayes", CURVE_SPACE, "sampler.name: expected one of random, qmc, tpe, gp, cmaes, nsgaii, nsgaiii or "
+                           "optuna.<a class of optuna.samplers>, got 'bayes'"),
+    ({"name": "random", "startup_trials": 3}, CURVE_SPACE, "sampler.startup_trials: only for Optuna's samplers"),
+    ({"name": "optuna.NoSuchSampler"}, CURVE_SPACE, "sampler.name: 'optuna.NoSuchSampler' is not a sampler of "
+                                                    "optuna.samplers (BruteForceSampler, CmaEsSampler"),
+    ({"name": "optuna.GridSampler"}, CURVE_SPACE, "sampler.name: 'optuna.GridSampler' cannot be made from its name "
+                                                  "alone"),
+    ({"name": "nsgaii", "objectives": {"loss": "low"}}, CURVE_SPACE,
+     "sampler.objectives: expected a metric name and max or min, got 'loss': 'low'"),
     ({"name": "tpe", "random_fraction": 1.5}, CURVE_SPACE,
      "sampler.random_fraction: expected a number in [0, 1], got 1.5"),
     ({"name": "tpe", "startup_trials": -1}, CURVE_SPACE, "sampler.startup_trials: must be >= 0, got -1"),
@@ -196,3 +203,63 @@ def test_tpe_over_a_conditional_space_is_rebuilt_from_the_journal(tmp_path):
         for record in records[:cut]:
             sampler.observe(record)
         assert sampler.config(records[cut].index) == {k: v for k, v in records[cut].config.items() if k != "curve"}
+
+
+def test_a_misspelt_sampler_name_is_the_only_problem_named():
+    with pytest.raises(SpecError) as info:
+        _spec({"name": "cmae", "startup_trials": 5})
+    assert len(info.value.problems) == 1 and "sampler.name:" in info.value.problems[0]
+
+
+@pytest.mark.parametrize("name", ["cmaes", "nsgaii", "optuna.QMCSampler"])
+def test_optuna_samplers_by_name_run_and_are_reproducible(name):
+    spec = _spec({"name": name, "startup_trials": 4}, deadline=8)
+    a, _ = _simulate(spec, 3)
+    b, _ = _simulate(spec, 3)
+    assert len(a.trials) > 8 and _configs(a) == _configs(b)
+    random_sampler = make_sampler(_spec("random").sampler, spec.space, 3, "max")
+    assert any(c != random_sampler.config(i) for i, c in enumerate(_configs(a)))
+
+
+def test_nsga2_learns_from_two_metrics_reported_together():
+    from hpcsched.records import TrialCreated
+
+    spec = _spec({"name": "nsgaii", "startup_trials": 2, "random_fraction": 0, "objectives": {"size": "min"}},
+                 space={"x": {"uniform": [0.0, 1.0]}})
+    sampler = make_sampler(spec.sampler, spec.space, 0, "max")
+    for i in range(6):
+        config = sampler.config(i)
+        sampler.observe(TrialCreated(0.0, f"t{i}", i, config))
+        sampler.observe(Reported(1.0, f"t{i}", 5, config["x"], metrics={"size": 1 - config["x"]}))
+    told = sampler._told()
+    assert len(told) == 6 and all(len(t.values) == 2 for t in told)
+    assert all(t.values[1] == pytest.approx(1 - t.params["x"]) for t in told)
+    sampler.observe(TrialCreated(0.0, "t6", 6, sampler.config(6)))
+    sampler.observe(Reported(1.0, "t6", 5, 0.5))  # no size: left out, the others still told
+    assert len(sampler._told()) == 6 and 0.0 <= sampler.config(7)["x"] <= 1.0
+
+
+def test_a_users_own_optuna_sampler_object_proposes_through_the_python_api(tmp_path):
+    import optuna
+
+    import hpcsched
+    from tests.runs import TOY
+
+    class Recording(optuna.samplers.RandomSampler):
+        asked = 0
+
+        def sample_independent(self, study, trial, name, distribution):
+            Recording.asked += 1
+            return super().sample_independent(study, trial, name, distribution)
+
+    raw = {"name": "own", "metric": {"name": "acc", "mode": "max"}, "space": {"quality": {"uniform": [0.2, 0.9]},
+           "step_time": 0.05}, "scheduler": {"kind": "asha", "r": 1, "R": 4, "eta": 2},
+           "resources": {"atoms": 2, "gpus_per_atom": 0, "cpus_per_atom": 1}, "deadline": "8s", "max_trials": 3,
+           "sampler": {"name": "tpe", "random_fraction": 0}, "controller": {"poll_interval": 0.1, "stop_margin": 1}}
+    found = hpcsched.run(f"{TOY}:toy", raw, run_dir=tmp_path / "run", quiet=True, sampler=Recording(seed=1))
+    assert found.best is not None and Recording.asked >= 3
+    with pytest.raises(UserError, match="expected an optuna.samplers.BaseSampler object, got str"):
+        hpcsched.run(f"{TOY}:toy", raw, run_dir=tmp_path / "other", sampler="tpe")
+    with pytest.raises(UserError, match="backend='local' or 'slurm'"):
+        hpcsched.run(spec=dict(raw, workload={"kind": "synthetic", "step_time": 0.1}), backend="sim",
+                     sampler=Recording())

@@ -41,3 +41,23 @@ def test_status_of_an_open_run_and_an_answer_short_of_R():
     text = _render(_status(closed_at=None, completed=False))
     assert "exploration open" in text and "closed" not in text
     assert "result: trial t0008 at step 12, not trained to R, accuracy 0.97456" in text
+
+
+def test_status_json_counts_trials_from_the_journal_not_from_a_stale_result(tmp_path):
+    import json
+
+    from hpcsched.records import Exited, Launched, RunStarted, TrialCreated
+    from hpcsched.rundir import RunDir
+    from hpcsched.status import collect_status
+    from tests.test_analysis import write_records
+
+    write_records(tmp_path / "events.jsonl", [
+        RunStarted(0.0, "r", 100.0, 2, 0, "d", "v", ("0", "1")),
+        TrialCreated(0.0, "t0", 0, {}), Launched(0.0, "t0", ("0",), "start"),
+        TrialCreated(0.0, "t1", 1, {}), Launched(0.0, "t1", ("1",), "start"),
+        Exited(5.0, "t0", "finished", 3)])
+    # written when both still ran (a new best), before t0 finished
+    (tmp_path / "result.json").write_text(json.dumps({"trials_started": 2, "trials": {"running": 2}}))
+    status = collect_status(RunDir(tmp_path), now=6.0)
+    assert status["counts"] == {"launching": 1, "completed": 1}
+    assert status["result"]["trials"] == status["counts"] and status["result"]["trials_started"] == 2

@@ -1,7 +1,8 @@
 """``hpcsched report DIR``: PNG figures and a summary.md for a run directory or a simulator output.
 
-    files = build_report("runs/cifar10")              # -> runs/cifar10/report/{gantt,scores,usage,allocation}.png
+    files = build_report("runs/cifar10")              # -> runs/cifar10/report/*.png, summary.md
     files = build_report("runs/speculative", "/tmp/r") # simulator output: variants compared, one Gantt per variant
+    files = build_report("runs/speculative", cell="atoms=8,deadline=60")   # the Gantts of that cell
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ REPORT_DIR = "report"
 
 
 def build_report(path: str | Path, out_dir: str | Path | None = None, mode: str | None = None,
-                 max_gantt_trials: int = 300) -> list[Path]:
+                 max_gantt_trials: int = 300, cell: str | None = None) -> list[Path]:
     """Figures and summary.md for a run directory (or one journal file) or a simulator output
     directory (detected by its summary.csv); returns the files written. Default ``out_dir``:
-    DIR/report. RunDirError when ``path`` is neither; UserError when matplotlib is missing."""
+    DIR/report. ``cell``: the simulation's matrix cell whose runs the Gantts show (default the
+    longest deadline, then the most atoms). RunDirError when ``path`` is neither or ``cell`` is not
+    one of its cells (or given for a run); UserError when matplotlib is missing."""
     from hpcsched.analysis.loaders import load_run
     from hpcsched.analysis.simulation import is_simulation, load_simulation
 
@@ -37,7 +40,9 @@ def build_report(path: str | Path, out_dir: str | Path | None = None, mode: str 
     if path.is_dir() and is_simulation(path):
         sim = load_simulation(path)
         out = Path(out_dir) if out_dir is not None else path / REPORT_DIR
-        return write_simulation_report(sim, out, mode, max_gantt_trials)
+        return write_simulation_report(sim, out, mode, max_gantt_trials, cell)
+    if cell is not None:
+        raise RunDirError(f"--cell {cell!r}: {path} is a run, not a simulator output (cells are a simulation's)")
     run = load_run(path, mode)
     if out_dir is not None:
         out = Path(out_dir)
@@ -50,14 +55,19 @@ def build_report(path: str | Path, out_dir: str | Path | None = None, mode: str 
 
 
 def write_run_report(run: Run, out: Path, max_gantt_trials: int = 300) -> list[Path]:
-    """gantt.png, scores.png, usage.png, allocation.png and summary.md for one run, in ``out``."""
-    from hpcsched.analysis.plots import plot_allocation, plot_gantt, plot_scores, plot_usage, save
+    """gantt.png, scores.png, usage.png, allocation.png, params.png, parallel.png and summary.md for
+    one run, in ``out``."""
+    from hpcsched.analysis.canvas import save
+    from hpcsched.analysis.hyperparams import plot_parallel, plot_params
+    from hpcsched.analysis.plots import plot_allocation, plot_gantt, plot_scores, plot_usage
 
     out.mkdir(parents=True, exist_ok=True)
-    figures = {"gantt.png": ("Allocation over time", lambda: plot_gantt(run, max_gantt_trials)),
-               "scores.png": ("Scores over time", lambda: plot_scores(run)),
-               "usage.png": ("Atoms in use", lambda: plot_usage(run)),
-               "allocation.png": ("Allocation over time, per trial", lambda: plot_allocation(run))}
+    figures = {"gantt.png": ("What each trial was doing when", lambda: plot_gantt(run, max_gantt_trials)),
+               "scores.png": ("Scores against step and time", lambda: plot_scores(run)),
+               "usage.png": ("What the atoms' time went to", lambda: plot_usage(run)),
+               "allocation.png": ("Allocation over time, per trial", lambda: plot_allocation(run)),
+               "params.png": ("Best score per trial against each hyperparameter", lambda: plot_params(run)),
+               "parallel.png": ("Hyperparameters and best score of every trial", lambda: plot_parallel(run))}
     files = []
     for name, (_, draw) in figures.items():
         save(draw(), out / name)
@@ -143,19 +153,17 @@ def run_markdown(run: Run, images: dict[str, str] | None = None) -> str:
                     [(str(len(alloc)), str(int(reasons.get("start", 0))), str(int(reasons.get("resume", 0))),
                       str(int(ends.get("resize", 0))), str(int(ends.get("pause", 0))),
                       str(int(ends.get("stop", 0))), str(int(ends.get("errored", 0))))]) + [""]
-    span = info.last_t - start
-    if span > 0 and info.atoms:
-        used = float((alloc["atoms"] * alloc["duration"]).sum())
-        startup = float(trials["startup_total"].sum())
-        lines += [f"Atoms held {used / (info.atoms * span):.0%} of the time ({used:.4g} of {info.atoms * span:.4g} "
-                  f"atom-seconds); {_s(startup)} of trial time went to startups.", ""]
+    lines += _atom_time_lines(run)
     reported = trials[trials["reports"] > 0]
     if len(reported):
         top = reported.sort_values("best_score", ascending=(info.mode == "min"), kind="stable").head(10)
-        lines += [f"Top {len(top)} trials by best {info.metric}:", ""]
-        lines += _table(["trial", "status", "best", "at step", "steps", "max atoms", "launches", "run time"],
-                        [(r.trial, r.status, _g(r.best_score), str(r.best_step), str(r.steps), str(r.max_atoms),
-                          str(r.launches), _s(r.run_time)) for r in top.itertuples(index=False)]) + [""]
+        params = [c for c in trials.columns if c.startswith("config.")]
+        lines += [f"Top {len(top)} trials by best {info.metric}, with their configurations:", ""]
+        lines += _table(["trial", "status", "best", "at step", "steps", "max atoms", "launches", "run time"]
+                        + [c[len("config."):] for c in params],
+                        [tuple([r["trial"], r["status"], _g(r["best_score"]), str(r["best_step"]), str(r["steps"]),
+                                str(r["max_atoms"]), str(r["launches"]), _s(r["run_time"])]
+                               + [_g(r[c]) for c in params]) for _, r in top.iterrows()]) + [""]
     if result and isinstance(result.get("max_steps"), int):
         lines += _early_ranking_section(run, result["max_steps"])
     errored = trials[trials["status"] == "errored"]
@@ -167,6 +175,19 @@ def run_markdown(run: Run, images: dict[str, str] | None = None) -> str:
         for name, caption in images.items():
             lines += [f"### {caption}", "", f"![{caption}]({name})", ""]
     return "\n".join(lines)
+
+
+def _atom_time_lines(run: Run) -> list[str]:
+    """What the atoms' time went to (training, start-up, idle) and what that suggests."""
+    from hpcsched.analysis.activity import atom_time
+
+    split = atom_time(run)
+    if split.total <= 0:
+        return []
+    lines = [f"Atom-time ({run.info.atoms} atoms x {_s(run.info.last_t - run.info.start)}): training "
+             f"{split.share(split.training):.0%}, start-up {split.share(split.startup):.0%}, idle "
+             f"{split.share(split.idle):.0%} ({split.launches} launches).", ""]
+    return lines + [f"- {hint}" for hint in split.hints()] + ([""] if split.hints() else [])
 
 
 def _early_ranking_section(run: Run, R: int) -> list[str]:
@@ -194,24 +215,27 @@ def _early_ranking_section(run: Run, R: int) -> list[str]:
 
 
 def write_simulation_report(sim: Simulation, out: Path, mode: str | None = None,
-                            max_gantt_trials: int = 300) -> list[Path]:
-    """best_score.png, regret.png, one Gantt per variant (first cell, first seed) and summary.md."""
+                            max_gantt_trials: int = 300, cell: str | None = None) -> list[Path]:
+    """best_score.png, regret.png, one Gantt per variant (the cell ``cell``, by default the longest
+    deadline and most atoms; first seed) and summary.md."""
+    from hpcsched.analysis.canvas import save
     from hpcsched.analysis.loaders import Run
-    from hpcsched.analysis.plots import plot_gantt, plot_variants, save
+    from hpcsched.analysis.plots import plot_gantt
+    from hpcsched.analysis.sim_plots import CAPTIONS, DPI, informative_cell, plot_variants
     from hpcsched.sim_layout import safe_name
 
+    chosen = sim.cell_name(cell) if cell is not None else informative_cell(sim)
     out.mkdir(parents=True, exist_ok=True)
     images: dict[str, str] = {}
     summary = sim.summary
     if len(summary) and summary["best_score"].notna().any():
-        save(plot_variants(summary, sim.matrix_keys, "best_score"), out / "best_score.png")
-        images["best_score.png"] = "Best score per variant (mean ± sd over seeds; dashed: oracle)"
+        save(plot_variants(summary, sim.matrix_keys, "best_score"), out / "best_score.png", DPI)
+        images["best_score.png"] = "Best score per variant: " + CAPTIONS["best_score"]
     if "regret" in summary and summary["regret"].notna().any():
-        save(plot_variants(summary, sim.matrix_keys, "regret"), out / "regret.png")
-        images["regret.png"] = "Regret against the oracle (mean ± sd over seeds)"
-    first_cell = sim.cells[0] if sim.cells else None
+        save(plot_variants(summary, sim.matrix_keys, "regret"), out / "regret.png", DPI)
+        images["regret.png"] = "Regret per variant: " + CAPTIONS["regret"]
     for variant in sim.variants:
-        runs = sim.select([first_cell] if first_cell else None, [variant])
+        runs = sim.select([chosen] if chosen else None, [variant])
         if runs.empty:
             continue
         row = runs.iloc[0]

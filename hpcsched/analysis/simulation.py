@@ -62,14 +62,30 @@ class Simulation:
             runs = runs[runs["seed"].isin(list(seeds))]
         return runs
 
+    def cell_name(self, cell: str) -> str:
+        """``cell`` as one of ``cells``: its name (``atoms=8,deadline=60``) or the matrix keys written out
+        (``resources.atoms=8,deadline=60``, spaces allowed). RunDirError listing the cells otherwise."""
+        cells = self.cells
+        short = safe_name(",".join(f"{k.strip().split('.')[-1]}={v.strip()}"
+                                   for k, _, v in (part.partition("=") for part in cell.split(","))))
+        for name in (cell, short):
+            if name in cells:
+                return name
+        raise RunDirError(f"cell: {cell!r} is not a cell of {self.path}; cells: {', '.join(cells) or 'none'}")
+
     def run(self, cell: str | None = None, variant: str | None = None, seed: int | None = None,
             mode: str | None = None) -> Run:
-        """The journal of one run (the first matching, in cell, variant, seed order) as a Run."""
+        """The journal of one run (the first matching, in cell, variant, seed order) as a Run. ``cell``
+        as ``cell_name`` reads it. RunDirError naming what there is when nothing matches."""
+        if self.runs.empty:
+            raise RunDirError(f"{self.path}: no event logs (the simulation ran with --no-events; run it without)")
+        cell = None if cell is None else self.cell_name(cell)
         runs = self.select(None if cell is None else [cell], None if variant is None else [variant],
                            None if seed is None else [seed])
         if runs.empty:
-            raise RunDirError(f"{self.path}: no event log for cell={cell} variant={variant} seed={seed} "
-                              f"(run the simulator without --no-events)")
+            raise RunDirError(f"{self.path}: no event log for cell={cell} variant={variant} seed={seed}; variants: "
+                              f"{', '.join(map(str, self.variants))}; seeds: "
+                              f"{', '.join(str(s) for s in sorted(set(self.runs['seed'])))}")
         return Run(runs.iloc[0]["journal"], mode)
 
     def frame(self, name: str, cells: Iterable[str] | None = None, variants: Iterable[str] | None = None,

@@ -108,6 +108,9 @@ class LocalExecutor(ProcessExecutor):
             env = dict(base)
             env.update(HPCSCHED_RANK=str(rank), HPCSCHED_LOCAL_RANK=str(rank), OMP_NUM_THREADS=str(threads),
                        MKL_NUM_THREADS=str(threads))
+            # threads that wait for each other sleep rather than spin (OpenMP's default spins): on a
+            # machine shared with other work a spinning thread pool ran 10x slower than one thread
+            env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             if world_size > 1:
                 env.update(RANK=str(rank), LOCAL_RANK=str(rank))
             paths = utils.JobPaths(folder, job_id=launch.launch_id, task_id=rank)

@@ -6,9 +6,11 @@ so a model-based sampler rebuilds what it learnt from the journal alone. The sch
 deciding fidelity, pauses and atoms; a sampler only proposes configurations.
 
 - ``random`` (default): :class:`hpcsched.space.Sampler`, grid points crossed with seeded draws.
-- ``tpe`` / ``gp``: Optuna's TPE and Gaussian-process samplers through ask-and-tell, fitted as
-  BOHB fits its model, on the highest step enough trials reached
-  (:mod:`hpcsched.samplers.optuna_model`).
+- ``tpe`` / ``gp`` / ``cmaes`` / ``nsgaii`` / ``nsgaiii``, or any class of ``optuna.samplers`` as
+  ``optuna.<Class>``: Optuna's samplers through ask-and-tell, fitted as BOHB fits its model, on the
+  highest step enough trials reached (:mod:`hpcsched.samplers.optuna_model`); with ``objectives``
+  (metrics reported beside the score) a multi-objective one such as NSGA-II learns from several.
+  Through the Python API, a user's own ``optuna.samplers.BaseSampler`` object.
 - ``qmc``: a scrambled Sobol sequence (scipy), a space-filling alternative to random draws.
 """
 
@@ -21,10 +23,24 @@ from typing import Any, Callable, Protocol
 from hpcsched.records import Record
 from hpcsched.space import Sampler, Space
 
-SAMPLER_NAMES = ("random", "tpe", "gp", "qmc")
-MODEL_SAMPLERS = ("tpe", "gp")  # learn from the scores; need a space without grid parameters
-NEEDS = {"tpe": ("optuna",), "gp": ("optuna", "torch", "scipy"), "qmc": ("scipy",)}
-EXTRA_FOR = {"optuna": "hpcsched[samplers]", "scipy": "hpcsched[samplers]", "torch": "hpcsched[examples]"}
+OPTUNA_NAMES = {"tpe": "TPESampler", "gp": "GPSampler", "cmaes": "CmaEsSampler", "nsgaii": "NSGAIISampler",
+                "nsgaiii": "NSGAIIISampler"}  # short names of Optuna's samplers
+OPTUNA_PREFIX = "optuna."  # optuna.<Class>: any other class of optuna.samplers
+SAMPLER_NAMES = ("random", "qmc", *OPTUNA_NAMES)
+NEEDS = {"tpe": ("optuna",), "gp": ("optuna", "torch", "scipy"), "qmc": ("scipy",), "cmaes": ("optuna", "cmaes"),
+         "nsgaii": ("optuna",), "nsgaiii": ("optuna",)}
+EXTRA_FOR = {"optuna": "hpcsched[samplers]", "scipy": "hpcsched[samplers]", "cmaes": "hpcsched[samplers]",
+             "torch": "hpcsched[examples]"}
+
+
+def is_model(name: str) -> bool:
+    """Whether sampler ``name`` is one of Optuna's (learns from the scores; a space without grid parameters)."""
+    return name in OPTUNA_NAMES or name.startswith(OPTUNA_PREFIX)
+
+
+def optuna_class_name(name: str) -> str:
+    """The class of ``optuna.samplers`` that sampler ``name`` names."""
+    return OPTUNA_NAMES.get(name) or name[len(OPTUNA_PREFIX):]
 
 
 @dataclass(frozen=True)
@@ -32,8 +48,9 @@ class SamplerSpec:
     """The spec's ``sampler:`` section."""
 
     name: str = "random"
-    startup_trials: int = 10  # tpe, gp: trials that must reach a step before a model is fitted there
-    random_fraction: float = 1 / 3  # tpe, gp: share of proposals drawn at random all the same (BOHB's)
+    startup_trials: int = 10  # Optuna's: trials that must reach a step before a model is fitted there
+    random_fraction: float = 1 / 3  # Optuna's: share of proposals drawn at random all the same (BOHB's)
+    objectives: tuple[tuple[str, str], ...] = ()  # Optuna's: more metrics to learn from, (name, max | min)
 
 
 class ConfigSampler(Protocol):
@@ -49,7 +66,8 @@ class ConfigSampler(Protocol):
 
 def missing_modules(name: str) -> list[str]:
     """The modules sampler ``name`` needs that are not installed."""
-    return [module for module in NEEDS.get(name, ()) if importlib.util.find_spec(module) is None]
+    needs = NEEDS.get(name, ("optuna",) if name.startswith(OPTUNA_PREFIX) else ())
+    return [module for module in needs if importlib.util.find_spec(module) is None]
 
 
 class NoSpace:
@@ -79,14 +97,18 @@ class IndexSampler:
         pass
 
 
-def make_sampler(spec: SamplerSpec, space: Space | None, seed: int, mode: str) -> ConfigSampler:
-    """The sampler ``spec`` names over ``space`` (none: empty configurations), seeded with ``seed``."""
+def make_sampler(spec: SamplerSpec, space: Space | None, seed: int, mode: str, model: Any = None) -> ConfigSampler:
+    """The sampler ``spec`` names over ``space`` (none: empty configurations), seeded with ``seed``;
+    ``model``, an ``optuna.samplers.BaseSampler`` object, proposes instead of the one ``spec`` names."""
     if space is None:
         return NoSpace()
+    from hpcsched.samplers.optuna_model import OptunaSampler
+    if model is not None:
+        return OptunaSampler(space, seed, mode, type(model).__name__, spec.startup_trials, spec.random_fraction,
+                             spec.objectives, model=model)
     if spec.name == "random":
         return Sampler(space, seed)
     if spec.name == "qmc":
         from hpcsched.samplers.qmc import QmcSampler
         return QmcSampler(space, seed)
-    from hpcsched.samplers.optuna_model import OptunaSampler
-    return OptunaSampler(space, seed, mode, spec.name, spec.startup_trials, spec.random_fraction)
+    return OptunaSampler(space, seed, mode, spec.name, spec.startup_trials, spec.random_fraction, spec.objectives)

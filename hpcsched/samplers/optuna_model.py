@@ -1,4 +1,5 @@
-"""Optuna's model-based samplers (TPE, Gaussian process) behind hpcsched's sampler interface.
+"""Optuna's samplers (TPE, Gaussian process, CMA-ES, NSGA-II, ..., or a user's own object) behind
+hpcsched's sampler interface.
 
 hpcsched keeps its own scheduler; Optuna only proposes configurations (ask-and-tell). The model
 is fitted as BOHB fits its own (Falkner et al., 2018): on one budget, the highest step that at
@@ -12,7 +13,12 @@ poor region cannot keep the run there.
 
 Reproducible and resumable: the proposal for trial ``index`` comes from a sampler seeded by
 ``(seed, index)`` and a study built from the scores the journal's records hold, so a resumed run,
-shown the same records (``observe``), proposes what the uninterrupted run would have.
+shown the same records (``observe``), proposes what the uninterrupted run would have. (A user's own
+sampler object is used as it is, unseeded: its proposals are as reproducible as it makes them.)
+
+With ``objectives`` (metrics the trials report beside the score, ``ctx.report(step, acc, loss=...)``)
+the study has one direction per objective, the run's metric first, and each trial is told the values
+of the report it is fitted on; a trial whose report lacks one of them is left out, with a warning.
 """
 
 from __future__ import annotations
@@ -24,17 +30,20 @@ from typing import Any, Literal
 
 import numpy as np
 
+from hpcsched.errors import UserError
 from hpcsched.records import Record, Reported, TrialCreated
+from hpcsched.samplers import optuna_class_name
 from hpcsched.space import Param, Sampler, Space
 
 log = logging.getLogger(__name__)
 
 
 class OptunaSampler:
-    """Optuna's ``name`` sampler (tpe or gp) over ``space``; see the module docstring."""
+    """Optuna's ``name`` sampler (tpe, gp, cmaes, nsgaii, nsgaiii, optuna.<Class>), or ``model``, over
+    ``space``; see the module docstring."""
 
     def __init__(self, space: Space, seed: int, mode: str, name: str, startup_trials: int = 10,
-                 random_fraction: float = 1 / 3):
+                 random_fraction: float = 1 / 3, objectives: tuple[tuple[str, str], ...] = (), model: Any = None):
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "Trial 3 finished" line per trial
@@ -44,7 +53,9 @@ class OptunaSampler:
         self._optuna = optuna
         self.space = space
         self.seed = seed
-        self.direction: Literal["maximize", "minimize"] = "maximize" if mode == "max" else "minimize"
+        self.directions = [_direction(mode)] + [_direction(m) for _, m in objectives]
+        self.objectives = tuple(name for name, _ in objectives)
+        self.model = model
         self.name = name
         self.startup_trials = startup_trials
         self.random_fraction = random_fraction
@@ -54,6 +65,7 @@ class OptunaSampler:
         self.min_trials = max(startup_trials, len(self._params) + 1, 1)  # on the budget the model is fitted at
         self._params_of: dict[str, dict[str, Any]] = {}  # trial -> its Optuna parameters
         self._scores: dict[str, dict[int, float]] = {}  # trial -> step -> first finite score reported there
+        self._values: dict[str, dict[int, list[float] | None]] = {}  # with objectives: trial -> step -> values
 
     @property
     def capacity(self) -> int | None:
@@ -66,7 +78,7 @@ class OptunaSampler:
             return self._random.config(index)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", self._optuna.exceptions.ExperimentalWarning)
-            study = self._optuna.create_study(direction=self.direction, sampler=self._sampler_for(index))
+            study = self._optuna.create_study(directions=self.directions, sampler=self._sampler_for(index))
             study.add_trials(self._told())
             trial = study.ask(self._distributions)
         return self._config_from(trial.params)
@@ -78,8 +90,23 @@ class OptunaSampler:
             if params is not None:
                 self._params_of[record.trial] = params
                 self._scores[record.trial] = {}
+                self._values[record.trial] = {}
         elif isinstance(record, Reported) and record.trial in self._scores and math.isfinite(record.score):
-            self._scores[record.trial].setdefault(record.step, record.score)
+            if record.step not in self._scores[record.trial]:
+                self._scores[record.trial][record.step] = record.score
+                self._values[record.trial][record.step] = self._objective_values(record)
+
+    def _objective_values(self, record: Reported) -> list[float] | None:
+        """The report's score and objective metrics, None (logged) when one is missing or not finite."""
+        values = [record.score]
+        for name in self.objectives:
+            value = record.metrics.get(name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                log.warning("sampler %s: trial %s reported no finite %r at step %d; the model will not learn "
+                            "from that report", self.name, record.trial, name, record.step)
+                return None
+            values.append(float(value))
+        return values
 
     def budget(self) -> int | None:
         """The step the model is fitted at: the highest that ``min_trials`` trials have reached."""
@@ -98,19 +125,33 @@ class OptunaSampler:
             if not scores or max(scores) < budget or not at:
                 continue
             params = self._params_of[trial_id]  # a conditional space: only the parameters it had
+            values = self._values[trial_id][max(at)] if self.objectives else [scores[max(at)]]
+            if values is None:
+                continue
             frozen.append(self._optuna.trial.create_trial(
-                state=self._optuna.trial.TrialState.COMPLETE, value=scores[max(at)], params=params,
+                state=self._optuna.trial.TrialState.COMPLETE, values=values, params=params,
                 distributions={name: self._distributions[name] for name in params},
                 intermediate_values=dict(scores)))
         return frozen
 
     def _sampler_for(self, index: int):
+        if self.model is not None:
+            return self.model
         samplers = self._optuna.samplers
         seed = int(np.random.SeedSequence([self.seed, 3, index]).generate_state(1)[0])
         if self.name == "gp":
             return samplers.GPSampler(seed=seed, n_startup_trials=self.startup_trials)
-        return samplers.TPESampler(seed=seed, n_startup_trials=self.startup_trials, multivariate=True,
-                                   group=self.space.conditional)
+        if self.name == "tpe":
+            return samplers.TPESampler(seed=seed, n_startup_trials=self.startup_trials, multivariate=True,
+                                       group=self.space.conditional)
+        if self.name == "cmaes":
+            return samplers.CmaEsSampler(seed=seed, n_startup_trials=self.startup_trials)
+        cls = getattr(samplers, optuna_class_name(self.name))
+        try:
+            return cls(seed=seed)
+        except TypeError as exc:
+            raise UserError(f"sampler: {self.name} cannot be made from its name alone ({exc}); pass the sampler "
+                            f"object through the Python API: hpcsched.run(train, spec, sampler=...)") from None
 
     def _config_from(self, params: dict[str, Any]) -> dict[str, Any]:
         def value(param: Param) -> Any:
@@ -139,6 +180,10 @@ class OptunaSampler:
                 value = matches[0]
             params[param.name] = value
         return params
+
+
+def _direction(mode: str) -> Literal["maximize", "minimize"]:
+    return "maximize" if mode == "max" else "minimize"
 
 
 def _distribution(param: Param):

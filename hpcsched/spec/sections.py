@@ -7,13 +7,15 @@ problem listed, so no default stands in for a bad value in a run.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from hpcsched.errors import shown
 from hpcsched.mode import MODES
-from hpcsched.samplers import EXTRA_FOR, MODEL_SAMPLERS, SAMPLER_NAMES, SamplerSpec, missing_modules
+from hpcsched.samplers import (EXTRA_FOR, OPTUNA_PREFIX, SAMPLER_NAMES, SamplerSpec, is_model, missing_modules,
+                               optuna_class_name)
 from hpcsched.scaling import Scaling
 from hpcsched.scores import NON_FINITE_POLICIES
 from hpcsched.space import Space
@@ -27,9 +29,31 @@ PROFILE_KEY = "profile"  # scheduler.profile: a profile file that gives scaling 
 HYPERSCHED_ONLY = tuple(x.name for x in fields(SchedulerSpec)
                         if x.name not in COMMON_SCHEDULER_KEYS + ASHA_ONLY) + (PROFILE_KEY,)
 
+
+def _sampler_name(value: object) -> str:
+    text = value.strip() if isinstance(value, str) else ""
+    if text.lower() in SAMPLER_NAMES:
+        return text.lower()
+    if text.startswith(OPTUNA_PREFIX) and text[len(OPTUNA_PREFIX):].isidentifier():
+        return text
+    raise ValueError(f"expected one of {', '.join(SAMPLER_NAMES)} or {OPTUNA_PREFIX}<a class of optuna.samplers>, "
+                     f"got {shown(value)}")
+
+
+def _objectives(value: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, Mapping) or not value:
+        raise ValueError(f"expected a mapping of metric names to max or min, e.g. {{loss: min}}, got {shown(value)}")
+    out = []
+    for name, mode in value.items():
+        if not isinstance(name, str) or mode not in ("max", "min"):
+            raise ValueError(f"expected a metric name and max or min, got {shown(name)}: {shown(mode)}")
+        out.append((name, mode))
+    return tuple(out)
+
+
 METRIC_FIELDS: Table = {"name": f.string, "mode": f.one_of(*MODES), "non_finite": f.one_of(*NON_FINITE_POLICIES)}
-SAMPLER_FIELDS: Table = {"name": f.one_of(*SAMPLER_NAMES), "startup_trials": f.int_at_least(0),
-                         "random_fraction": f.fraction}
+SAMPLER_FIELDS: Table = {"name": _sampler_name, "startup_trials": f.int_at_least(0), "random_fraction": f.fraction,
+                         "objectives": _objectives}
 RESOURCES_FIELDS: Table = {"atoms": f.auto_or(f.at_most(f.int_at_least(1), MAX_ATOMS)),
                            "gpus_per_atom": f.auto_or(f.int_at_least(0)), "cpus_per_atom": f.int_at_least(1),
                            "mem_per_atom": f.memory, "distributed": f.boolean}
@@ -70,10 +94,14 @@ def parse_sampler(raw: object, problems: list[str]) -> SamplerSpec:
     if isinstance(raw, str):
         raw = {"name": raw}
     section = f.Section(raw, "sampler", problems)
+    before = len(problems)
     sampler = SamplerSpec(**section.read(SAMPLER_FIELDS))
-    for key in ("startup_trials", "random_fraction"):
-        if key in section.raw and sampler.name not in MODEL_SAMPLERS:
-            problems.append(f"sampler.{key}: only for a model-based sampler ({', '.join(MODEL_SAMPLERS)}), "
+    if len(problems) > before and "name" in section.raw and sampler.name != section.raw["name"]:
+        return sampler  # a misspelt name: whether the other keys fit it cannot be told
+    for key in ("startup_trials", "random_fraction", "objectives"):
+        if key in section.raw and not is_model(sampler.name):
+            optuna_names = ", ".join(n for n in SAMPLER_NAMES if is_model(n))
+            problems.append(f"sampler.{key}: only for Optuna's samplers ({optuna_names}, {OPTUNA_PREFIX}<Class>), "
                             f"not for {shown(sampler.name)}")
     return sampler
 
@@ -90,7 +118,24 @@ def check_sampler(sampler: SamplerSpec, space: Space | None, has_space: bool, pr
         extras = sorted({EXTRA_FOR[m] for m in missing})
         problems.append(f"sampler: {shown(sampler.name)} needs {', '.join(missing)}, which is not installed "
                         f"(pip install {' '.join(repr(e) for e in extras)})")
-    if space is not None and sampler.name in MODEL_SAMPLERS and space.grid_params:
+    elif sampler.name.startswith(OPTUNA_PREFIX):
+        import optuna
+
+        found = getattr(optuna.samplers, optuna_class_name(sampler.name), None)
+        if not (isinstance(found, type) and issubclass(found, optuna.samplers.BaseSampler)):
+            names = sorted(n for n in dir(optuna.samplers) if n.endswith("Sampler") and not n.startswith("Base"))
+            problems.append(f"sampler.name: {shown(sampler.name)} is not a sampler of optuna.samplers "
+                            f"({', '.join(names)})")
+        else:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # "experimental" samplers say so when made
+                    make: Any = found  # its own arguments, which BaseSampler does not declare
+                    make(seed=0)
+            except TypeError as exc:
+                problems.append(f"sampler.name: {shown(sampler.name)} cannot be made from its name alone ({exc}); "
+                                f"pass the sampler object through the Python API: hpcsched.run(..., sampler=...)")
+    if space is not None and is_model(sampler.name) and space.grid_params:
         for param in space.grid_params:
             problems.append(f"space.{param.name}: a grid parameter cannot be proposed by sampler "
                             f"{shown(sampler.name)}; use choice")
