@@ -34,7 +34,7 @@ from hpcsched.workloads.trace import TraceWorkload, load_trace
 STARTUP_STREAM = 7  # the seeded stream a simulated run draws its startups from (a list in the workload)
 CHUNKS_PER_JOB = 4  # parallel runs go out in this many chunks per process: progress, and balance
 SUMMARY_COLUMNS = ("variant", "seed", "best_score", "oracle_score", "regret", "trials_started", "resizes",
-                   "pauses", "promotions", "completed", "entrance_closed_at", "best_trial", "best_step")
+                   "pauses", "promotions", "completed", "entrance_closed_at", "best_trial", "best_step", "idle_steps")
 
 
 @dataclass(frozen=True)
@@ -86,12 +86,44 @@ def typical_startup(startup: float | tuple[float, ...]) -> float:
     return float(np.median(startup)) if isinstance(startup, tuple) else startup
 
 
+class IdleAtoms:
+    """Atom-seconds with no trial on them (running, launching or stopping) while some trial could take
+    them (a new one of the pool's ``trials``, or a paused one), before ``horizon``: fed every record
+    after the state applied it (``build_controller``'s ``on_record``)."""
+
+    def __init__(self, horizon: float, trials: int | None = None):
+        self.horizon = horizon
+        self.trials = trials
+        self.seconds = 0.0
+        self._since = 0.0
+        self._free = 0
+
+    def __call__(self, record: Record, state: RunState) -> None:
+        self.until(record.t)
+        waiting = state.counts[TrialStatus.PAUSED] > 0 or self.trials is None or len(state.trials) < self.trials
+        self._free = state.free_atoms if state.pool is not None and waiting else 0
+
+    def until(self, t: float) -> None:
+        """Count the atoms free since the last record as idle up to ``t`` (within the horizon)."""
+        self.seconds += self._free * max(0.0, min(t, self.horizon) - min(self._since, self.horizon))
+        self._since = max(self._since, t)
+
+
+def idle_horizon(spec: Spec, workload: Workload) -> float:
+    """Until when an idle atom is a loss: a trial started on it then could still report a step
+    (a startup and a median step on one atom) before the deadline."""
+    w = spec.workload
+    return spec.deadline - typical_startup(w.startup) - workload.median_step / w.scaling.rate(1)
+
+
 def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None = None,
-                 traces: dict | None = None, stop_margin: float = 0.0) -> tuple[RunState, Workload]:
+                 traces: dict | None = None, stop_margin: float = 0.0,
+                 idle: IdleAtoms | None = None) -> tuple[RunState, Workload]:
     """One simulated run; returns its final state and the workload it replayed.
 
     ``stop_margin``: plan to the deadline less this and ask trials to stop then, as a real run does
-    with ``controller.stop_margin`` (steps in progress end until the deadline); 0 by default."""
+    with ``controller.stop_margin`` (steps in progress end until the deadline); 0 by default.
+    ``idle``: counts the atoms' idle time (its horizon set here, from the workload)."""
     check_simulable(spec)
     traces = {} if traces is None else traces
     w = spec.workload
@@ -104,8 +136,14 @@ def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None
     try:
         controller = build_controller(replace(spec, seed=seed), variant, executor, clock, journal,
                                       deadline=spec.deadline, atom_ids=[str(i) for i in range(spec.resources.atoms)],
-                                      sampler=sampler, trial_limit=workload.size, stop_margin=stop_margin)
+                                      sampler=sampler, trial_limit=workload.size, stop_margin=stop_margin,
+                                      on_record=idle)
+        if idle is not None:
+            idle.horizon = idle_horizon(spec, workload)
+            idle.trials = min(n for n in (workload.size, spec.max_trials) if n is not None)
         state = controller.run()
+        if idle is not None:
+            idle.until(spec.deadline)
     finally:
         journal.close()
     return state, workload
@@ -132,7 +170,8 @@ def _run_task(task: SimTask, traces: dict | None = None) -> dict[str, Any]:
     spec = task.spec
     if task.event_log is not None:
         task.event_log.parent.mkdir(parents=True, exist_ok=True)
-    state, workload = simulate_run(spec, task.variant, task.seed, task.event_log, traces)
+    idle = IdleAtoms(horizon=spec.deadline)
+    state, workload = simulate_run(spec, task.variant, task.seed, task.event_log, traces, idle=idle)
     w = spec.workload
     oracle = oracle_score(workload, atoms=spec.resources.atoms, deadline=spec.deadline,
                           startup=typical_startup(w.startup), scaling=w.scaling, mode=spec.metric.mode)
@@ -143,7 +182,8 @@ def _run_task(task: SimTask, traces: dict | None = None) -> dict[str, Any]:
                trials_started=len(state.trials), resizes=state.resizes, pauses=state.pauses,
                promotions=state.promotions, completed=state.counts[TrialStatus.COMPLETED],
                entrance_closed_at=state.entrance_closed_at, best_trial=state.best_trial,
-               best_step=state.best_step)
+               best_step=state.best_step,
+               idle_steps=idle.seconds / spec.resources.atoms / workload.median_step if workload.median_step else 0.0)
     return row
 
 

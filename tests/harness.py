@@ -51,3 +51,20 @@ class Harness:
     def pause(self, trial: str) -> None:
         self.commit(StopRequested(self.now, trial, "pause"))
         self.commit(Exited(self.now, trial, "checkpointed", self.state.trials[trial].step))
+
+    def ask_to_pause(self, trial: str) -> None:
+        """The controller applied a PauseTrial: the trial is stopping (it exits with ``commit_exit``)."""
+        self.commit(StopRequested(self.now, trial, "pause"))
+
+    def commit_exit(self, trial: str) -> None:
+        self.commit(Exited(self.now, trial, "checkpointed", self.state.trials[trial].step))
+
+    def resize(self, trial: str, atoms: int) -> None:
+        """The controller applied a ResizeTrial: stop, exit and relaunch on ``atoms`` atoms."""
+        held = len(self.state.trials[trial].atoms)
+        extra = self.state.pool.choose(atoms - held) if atoms > held else ()
+        self.commit(StopRequested(self.now, trial, "resize", atoms, extra))
+        self.commit(Exited(self.now, trial, "checkpointed", self.state.trials[trial].step))
+        ids = self.state.pool.choose(atoms)
+        self.commit(Launched(self.now, trial, ids, "resize", self.state.trials[trial].checkpoint_step))
+        self.commit(Running(self.now, trial, 0.0))

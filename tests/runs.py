@@ -34,6 +34,8 @@ def write_spec(directory: Path, **overrides) -> Path:
             spec[key] = {**spec[key], **value}
         else:
             spec[key] = value
+    if spec["scheduler"].get("kind") != "hypersched":
+        spec["scheduler"].pop("resize_cooldown", None)  # HyperSched's own key
     path = directory / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
     return path

@@ -11,7 +11,7 @@ from hpcsched.spec import parse_experiment
 from tests.test_sim_studies import _tool
 
 bench = _tool("bench_first_rung")
-CURVES = _tool("bench_quality").CURVES
+CURVES = _tool("bench_trace_settings").CURVES
 needs_curves = pytest.mark.skipif(not (CURVES / "lstm-ptb.csv").exists(), reason="the shared curves are absent")
 
 

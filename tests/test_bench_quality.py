@@ -1,118 +1,120 @@
-"""tools/bench_quality.py on the shared real curves (skipped when they are absent)."""
+"""tools/bench_rule.py (settings from a trace alone) and tools/bench_quality.py (the one-rule bench)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from hpcsched.simulate import simulate_experiment, simulate_run
-from hpcsched.spec import parse_experiment
 from tests.test_sim_studies import _tool
 
+rule = _tool("bench_rule")
 bench = _tool("bench_quality")
-needs_curves = pytest.mark.skipif(not (bench.CURVES / "cifar10-resnets.csv").exists(),
-                                  reason="the shared curves are absent")
 
 
-@needs_curves
-def test_bench_writes_every_variant_with_regrets_and_ratios(tmp_path):
+def _trace(path, lengths, time_per_step=None, seed=0):
+    """A trace of curves of the given lengths (a ``time`` column when ``time_per_step`` is given)."""
+    rng = np.random.default_rng(seed)
+    rows = ["trial,step,score" + (",time" if time_per_step else "")]
+    for i, length in enumerate(lengths):
+        quality = rng.uniform(0.2, 0.9)
+        for step in range(1, length + 1):
+            row = f"c{i},{step},{quality * (1 - 0.7 ** step):.5f}"
+            if time_per_step:
+                row += f",{step * time_per_step[i % len(time_per_step)]:.3f}"
+            rows.append(row)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_the_rule_derives_every_setting_from_the_trace_alone(tmp_path):
+    curves = tmp_path / "curves"
+    _trace(curves / "cnn-a.csv", [10, 20, 20, 40])  # no time column: 30 s a step
+    _trace(curves / "nmt-xx-yy.csv", [5, 7, 9])
+    _trace(curves / "lcbench" / "lcbench-1.csv", [12, 12, 12], time_per_step=[2.0, 4.0, 6.0])
+    (curves / "lcbench" / "lcbench-1-configs.csv").write_text("trial,lr\nc0,0.1\n")  # no trace: skipped
+    found = {r.name: r for r in rule.rules(curves)}
+    assert sorted(found) == ["cnn-a", "lcbench/lcbench-1", "nmt-xx-yy"]
+    cnn = found["cnn-a"]
+    assert (cnn.family, cnn.mode, cnn.R, cnn.step_time, cnn.median_step) == ("DL", "max", 40, 30.0, 30.0)
+    assert cnn.M == 20 * 30.0 and cnn.deadlines == (1200.0, 2400.0, 4800.0)  # median curve: 20 steps
+    nmt = found["nmt-xx-yy"]
+    assert (nmt.family, nmt.mode, nmt.R, nmt.M) == ("NMT", "min", 9, 7 * 30.0)
+    lc = found["lcbench/lcbench-1"]
+    assert (lc.family, lc.mode, lc.step_time, lc.median_step) == ("LCBench", "max", None, 4.0)
+    assert lc.M == 12 * 4.0
+    plain, sqrt = rule.SYSTEMS
+    assert (plain.scaling, lc.startup(plain)) == ("none", 0.0) and (sqrt.scaling, lc.startup(sqrt)) == ("sqrt", 4.0)
+    raw = rule.experiment_raw(lc, sqrt, [{"name": "hypersched"}])
+    assert raw["scheduler"] == {"kind": "hypersched", "r": 1, "R": 12, "eta": 4, "scaling": "sqrt"}
+    assert raw["resources"] == {"atoms": 8} and raw["matrix"] == {"deadline": [96.0, 192.0, 384.0]}
+    assert raw["workload"]["startup"] == 4.0 and "step_time" not in raw["workload"]  # the time column
+
+
+def _frame(regrets: dict[str, list[float]], oracle: float = 1.0, key=("DL", "t", "plain", 2)) -> pd.DataFrame:
+    rows = []
+    for variant, values in regrets.items():
+        for seed, regret in enumerate(values):
+            rows.append(dict(zip(bench.KEY, key), deadline=100.0, variant=variant, seed=seed,
+                             best_score=oracle - regret, regret=regret, oracle_score=oracle, idle_steps=0.5 * seed))
+    return pd.DataFrame(rows)
+
+
+def test_a_cell_is_judged_by_the_regret_paired_by_seed_against_the_better_baseline():
+    # random is the better baseline (mean 0.10 against 0.20); HyperSched is worse by 0.02 in every seed
+    frame = _frame({"asha": [0.2] * 4, "random": [0.1, 0.12, 0.08, 0.1], "one_epoch": [0.3] * 4,
+                    "hypersched": [0.12, 0.14, 0.10, 0.12]})
+    row = bench.cell_table(frame).iloc[0]
+    assert row["baseline"] == "random" and row["gap"] == pytest.approx(0.02) and row["gap se"] == pytest.approx(0)
+    assert row["verdict"] == "worse" and row["ratio"] == pytest.approx(0.12 / 0.10)
+    assert row["idle max"] == 1.5
+    noisy = _frame({"asha": [0.2] * 4, "random": [0.1, 0.3, 0.0, 0.1], "one_epoch": [0.3] * 4,
+                    "hypersched": [0.2, 0.0, 0.2, 0.0]})
+    assert bench.cell_table(noisy).iloc[0]["verdict"] == "par"  # the gap is within two standard errors
+    assert bench.verdict(-0.05, 0.01) == "better" and bench.verdict(0.0, 0.0) == "par"
+
+
+def test_x_over_best_is_a_geometric_mean_with_ties_at_the_oracle_floored():
+    cells = pd.concat([_frame({"asha": [0.2], "random": [0.4], "one_epoch": [1.0], "hypersched": [0.1]},
+                              key=("DL", "a", "plain", 2)),
+                       _frame({"asha": [0.0], "random": [0.0005], "one_epoch": [1.0], "hypersched": [0.002]},
+                              key=("LCBench", "b", "plain", 2))])
+    table = bench.cell_table(cells)
+    ratios = bench.x_over_best(table, ("asha", "random", "hypersched"))
+    # cell a: best 0.1; cell b: regrets floored at 0.001 (x |oracle| = 1): asha and random tie at the floor
+    assert ratios["hypersched"] == pytest.approx(math.sqrt(1.0 * 2.0))
+    assert ratios["asha"] == pytest.approx(math.sqrt(2.0 * 1.0)) and ratios["random"] == pytest.approx(math.sqrt(4.0))
+    summary = bench.summary(table)
+    assert list(summary.index) == ["DL", "LCBench", "all"] and summary.loc["all", "cells"] == 2
+    assert summary.loc["LCBench", "x / best"] == pytest.approx(2.0)
+
+
+def test_the_bench_writes_families_verdicts_and_cells_for_every_trace_it_finds(tmp_path):
+    curves = tmp_path / "curves"
+    _trace(curves / "cnn-a.csv", [8, 8, 8, 8] * 6, seed=1)
+    _trace(curves / "nmt-xx-yy.csv", [3, 5, 8, 4] * 6, seed=2)
     out = tmp_path / "quality.md"
-    assert bench.main(["--seeds", "2", "--jobs", "1", "--only", "lstm-ptb", "--out", str(out)]) == 0
+    assert bench.main(["--seeds", "2", "--jobs", "1", "--curves", str(curves), "--out", str(out)]) == 0
     text = out.read_text()
-    assert "| lstm-ptb | 900 |" in text and "| lstm-ptb | 3600 |" in text
-    for column in ("ASHA", "random", "one-epoch", "HyperSched", "regret HyperSched", "ratio", "over ASHA",
-                   "over random"):
-        assert column in text
-    assert "| lstm-ptb | 900 | " in text.split("paired by seed")[1]  # the paired gains, per cell
-    # 900 and 1800 s are picked blind (no trial that reaches the furthest step can be chosen on evidence)
-    assert "| lstm-ptb | 900 † |" in text and "| lstm-ptb | 1800 † |" in text
-    assert "| lstm-ptb | 3600 † |" not in text and "2 of 3 cells." in text
-    # what the rungs know: where each rung's top quarter ends by R (epoch 2 of lstm-ptb: no better than chance)
-    (row,) = [line for line in text.splitlines() if line.startswith("| lstm-ptb.csv | 2 |")]
-    assert 0.4 < float(row.strip("| ").split(" | ")[-1]) < 0.6
+    assert "| family | cells | ASHA / best | random / best | HyperSched / best |" in text
+    for family in ("| DL | 6 |", "| NMT | 6 |", "| all | 12 |"):
+        assert family in text
+    rows = [line for line in text.splitlines() if line.startswith(("| cnn-a |", "| nmt-xx-yy |"))]
+    assert len(rows) == 12  # 2 systems x 3 deadlines per trace
+    assert all(cells.split(" | ")[13] in ("par", "**worse**", "**better**") for cells in rows)
+    with pytest.raises(SystemExit):
+        bench.main(["--seeds", "1", "--curves", str(curves), "--out", str(out), "--only", "nothing-*"])
+
+
+needs_curves = pytest.mark.skipif(not (bench.CURVES / "nmt-ted-zh-en.csv").exists(), reason="shared curves absent")
 
 
 @needs_curves
-def test_fidelity_limited_run_trains_its_first_trials_to_the_deadline_like_random_search():
-    # 900 s at 30 s per step and no scaling: no trial can reach R = 50, so exploring would only lower
-    # the fidelity the leaders reach. HyperSched closes at its first measured step and pauses nothing.
-    setting = next(s for s in bench.SETTINGS if s.name == "cifar10-resnets")
-    raw = bench.experiment_raw(setting, bench.CURVES)
-    raw.pop("matrix")
-    raw["variants"] = [{"name": "random", "scheduler": {"kind": "random"}}, {"name": "hypersched"}]
-    frame = simulate_experiment(parse_experiment(raw), seeds=[0, 1, 2], event_log=False)
-    by = frame.set_index(["variant", "seed"])
-    for seed in (0, 1, 2):
-        ours, theirs = by.loc[("hypersched", seed)], by.loc[("random", seed)]
-        assert ours["best_score"] == theirs["best_score"]
-        assert ours["trials_started"] == 8 and ours["pauses"] == 0
-        assert ours["entrance_closed_at"] <= 30.0
-
-
-@needs_curves
-def test_trust_learned_on_real_curves_separates_informative_from_uninformative_rungs(monkeypatch):
-    # MetaQNN's epoch-1 ranking predicts the end (rank correlation 0.74), the ResNets' epoch-2 one
-    # does not (0.06): the trust the runs learn on their own must order them the same way (on
-    # average over seeds: one run sees a few dozen top-of-rung pairs, and one seed may not).
-    from hpcsched.controller import Controller
-
-    seen = []
-    original = Controller.run
-
-    def run(self):
-        seen.append(self.scheduler)
-        return original(self)
-
-    monkeypatch.setattr(Controller, "run", run)
-    trusts = {}
-    for name in ("cifar10-metaqnn-peer", "cifar10-resnets"):
-        setting = next(s for s in bench.SETTINGS if s.name == name)
-        raw = bench.experiment_raw(setting, bench.CURVES)
-        raw.pop("matrix")
-        raw["deadline"] = 3600
-        raw["variants"] = [{"name": "hypersched"}]
-        seen.clear()
-        simulate_experiment(parse_experiment(raw), seeds=[0, 1, 2, 3], jobs=1, event_log=False)
-        assert len(seen) == 4
-        trusts[name] = sum(scheduler.trust.trust(0) for scheduler in seen) / len(seen)
-    assert trusts["cifar10-metaqnn-peer"] > trusts["cifar10-resnets"], trusts
-
-
-def test_picked_blind_when_the_furthest_step_needs_the_whole_run_without_scaling():
-    step = bench.STEP_TIME
-    assert bench.picked_blind(10, "none", 0.0, 8 * step)  # no trial reaches R: the furthest step needs it all
-    assert bench.picked_blind(10, "none", 0.0, 10 * step)  # R exactly fits
-    assert bench.picked_blind(10, "none", 0.0, 11 * step - 1)  # less than a step to spare
-    assert not bench.picked_blind(10, "none", 0.0, 11 * step)  # one step's report can inform the pick
-    assert bench.picked_blind(10, "none", 10.0, 10 * step + 10.0)  # after a startup
-    assert not bench.picked_blind(10, "none", 10.0, 11 * step + 10.0)
-    assert not bench.picked_blind(10, "sqrt", 0.0, 8 * step)  # more atoms let a later trial catch up
-
-
-def test_in_a_blind_cell_every_trial_at_the_furthest_step_ran_from_the_start_without_a_pause(tmp_path):
-    # what picked_blind claims, checked in the simulator on curves made here: 8 steps fit, R = 10,
-    # no scaling; whatever the scheduler, the trials that reach step 8 were started at once, never paused
-    # (ASHA, pausing at its rungs, may get none there)
-    rng = np.random.default_rng(0)
-    rows = [(f"c{i}", step, float(score)) for i in range(40)
-            for step, score in enumerate(np.cumsum(rng.uniform(0.0, 0.1, size=12)), start=1)]
-    pd.DataFrame(rows, columns=["trial", "step", "score"]).to_csv(tmp_path / "toy.csv", index=False)
-    setting = bench.Setting("toy", "toy.csv", "max", 10, 1, "none", 0.0, "")
-    deadline = 8 * bench.STEP_TIME
-    assert bench.picked_blind(setting.R, setting.scaling, setting.startup, deadline)
-    raw = bench.experiment_raw(setting, tmp_path)
-    raw.pop("matrix")
-    raw["deadline"] = deadline
-    raw["variants"] = [v for v in raw["variants"] if v["name"] in ("asha", "hypersched", "random")]
-    spec = parse_experiment(raw).cells[0].spec
-    reached = 0
-    for variant in spec.variants:
-        for seed in (0, 1):
-            state, _ = simulate_run(spec, variant, seed)
-            assert max(trial.step for trial in state.trials.values()) <= 8
-            for trial in state.trials.values():
-                if trial.step == 8:
-                    reached += 1
-                    assert trial.created_at == 0.0 and trial.launches == 1, (variant.name, trial)
-    assert reached >= 16  # random search alone puts 8 trials there per seed
+def test_the_shared_nmt_pair_under_the_rule(tmp_path):
+    out = tmp_path / "quality.md"
+    assert bench.main(["--seeds", "2", "--jobs", "1", "--only", "nmt-ted-zh-en", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| nmt-ted-zh-en | plain | 2M = 1200 s |" in text and "| nmt-ted-zh-en | sqrt | 8M = 4800 s |" in text
+    assert "| NMT | 6 |" in text

@@ -1,9 +1,15 @@
+"""HyperSched's rules, each on a hand-built situation (schedulers/hypersched.py, kept.py, entrance.py)."""
+
+import math
+
 import pytest
 
-from hpcsched.records import EntranceClosed, Exited, StopRequested
-from hpcsched.scaling import named_scaling, table_scaling
-from hpcsched.schedulers.allocation import allowed_size, target_atoms, worth_resizing
-from hpcsched.schedulers.decisions import CloseEntrance, PauseTrial, ResizeTrial, ResumeTrial, StartTrial
+from hpcsched.records import EntranceClosed
+from hpcsched.scaling import named_scaling
+from hpcsched.schedulers.decisions import CloseEntrance, PauseTrial, ResizeTrial, ResumeTrial, StartTrial, StopTrial
+from hpcsched.schedulers.entrance import BestByStep, Entrance, Moment
+from hpcsched.schedulers.kept import KeptFractions
+from hpcsched.schedulers.rungs import Rung
 from tests.harness import Harness
 
 
@@ -11,297 +17,336 @@ def _closes(h) -> bool:
     return any(isinstance(d, CloseEntrance) for d in h.decide())
 
 
-# ---------------------------------------------------------------- entrance policy
-
-
-def test_adaptive_entrance_bound_by_R_times_step_time():
-    # one trial, one atom, one step per second: T_a = 1, T' = k at step k
-    h = Harness(atoms=1, deadline=30.0, kind="hypersched", r=100, R=20, eta=4, entrance="adaptive")
-    h.start("a")
-    for k in range(1, 11):
-        h.report("a", k, 0.1 * k, t=float(k))
-        assert not _closes(h), k  # time_left = 30 - k >= min(20, 4k)
-    h.report("a", 11, 0.9, t=11.0)  # time_left 19 < min(R*T_a = 20, 44)
-    assert _closes(h)
-
-
-def test_adaptive_entrance_bound_by_eta_times_longest_trial():
-    h = Harness(atoms=1, deadline=30.0, kind="hypersched", r=100, R=1000, eta=4, entrance="adaptive")
-    h.start("a")
-    for k in range(1, 7):
-        h.report("a", k, 0.1, t=float(k))
-        assert not _closes(h), k  # at k = 6: time_left 24 == eta*T' 24, still open
-    h.report("a", 7, 0.1, t=7.0)  # 23 < 28
-    assert _closes(h)
-
-
-def test_fixed_fraction_entrance_and_none():
-    h = Harness(atoms=2, deadline=100.0, kind="hypersched", entrance=0.5)
-    h.now = 49.9
-    assert not _closes(h)
-    h.now = 50.0
-    assert _closes(h)
-    never = Harness(atoms=2, deadline=100.0, kind="hypersched", entrance="none", R=10)
-    never.start("a")
-    never.report("a", 1, 0.5, t=1.0)
-    never.now = 98.0  # 2 s left: a new trial would still report a step
-    decisions = never.decide()
-    assert not any(isinstance(d, CloseEntrance) for d in decisions)
-    assert StartTrial(1) in decisions
-
-
-def test_closed_entrance_starts_and_promotes_nothing():
-    h = Harness(atoms=4, deadline=100.0, kind="hypersched", r=1, R=50, eta=4, allocation="none",
-                after_close="paper", rung_trust="fixed", speculative=True)  # the paper's rules after the close
-    for name in "abc":
+def _explored(h, scores: dict[str, float], step: int = 1) -> None:
+    """Start the trials named in ``scores`` and let each report its score at ``step``."""
+    for name in scores:
         h.start(name)
-    for name, s in [("a", 0.9), ("b", 0.8)]:
-        h.report(name, 1, s)
-    h.report("c", 1, 0.1)
-    assert h.decide()[0] == PauseTrial("c", "rung 1")
-    h.pause("c")
-    h.commit(EntranceClosed(h.now, "test"))
-    for i in range(8):
-        h.start(f"w{i}") if h.state.free_atoms else None
+    for name, score in scores.items():
+        h.report(name, step, score)
+
+
+# ---------------------------------------------------------------- exploring: ASHA's rungs
+
+
+def test_below_the_kept_fraction_a_trial_pauses_for_a_new_trial_and_the_best_is_promoted():
+    h = Harness(atoms=4, deadline=1000.0, r=1, R=16, eta=4, rung_trust="fixed")
+    _explored(h, {"a": 0.9, "b": 0.5, "c": 0.4, "d": 0.3})
+    decisions = h.decide()
+    # judged on arrival, each was below the best quarter of the scores recorded so far (a alone: none is
+    # kept of one), and a new trial may take its atom
+    assert decisions == [PauseTrial(t, "rung 1") for t in "abcd"]
+    for t in "abcd":
+        h.pause(t)
+    decisions = h.decide()
+    assert decisions[0] == ResumeTrial("a", 1)  # a is the best quarter of four: promoted first
+    assert decisions[1:] == [StartTrial(1)] * 3
+
+
+def test_a_rung_pauses_a_trial_only_when_something_better_takes_its_atom():
+    h = Harness(atoms=2, deadline=1000.0, r=1, R=16, eta=4, rung_trust="fixed")
+    h.trials_left = 0  # no new trial may start
+    _explored(h, {"a": 0.9, "b": 0.1})
+    # both are below the kept fraction of two scores, but nothing would take their atoms: they train on
     assert h.decide() == []
-    assert h.scheduler.bracket.best_promotable() is None
+    h.trials_left = 1
+    h.report("a", 4, 0.95)
+    h.report("b", 4, 0.2)
+    assert PauseTrial("b", "rung 4") in h.decide()  # a new trial may start: b's atom goes to it
 
 
-# ---------------------------------------------------------------- overhead-aware resize test
+def test_a_trial_that_trained_less_than_a_startup_is_not_paused_at_a_rung():
+    # launches take 5 s, steps 0.15 s: a pause at rung 1 would trade 0.15 s of evidence for a 5 s relaunch
+    h = Harness(atoms=2, deadline=1000.0, r=1, R=256, eta=4, rung_trust="fixed")
+    h.start("a", startup=5.0)
+    h.start("b", startup=5.0)
+    h.report("a", 1, 0.9, t=5.15)
+    h.report("b", 1, 0.1, t=5.15)
+    assert h.decide() == []  # b is below the kept fraction, yet trains on
+    for step in range(2, 65):
+        h.report("a", step, 0.9, t=5.0 + 0.15 * step)
+        h.report("b", step, 0.1, t=5.0 + 0.15 * step)
+    assert PauseTrial("b", "rung 64") in h.decide()  # 9.6 s of training since its launch: now it may
+
+
+def test_a_trial_reaching_R_stops():
+    h = Harness(atoms=1, deadline=1000.0, r=1, R=4, eta=4)
+    h.trials_left = 0
+    h.start("a")
+    h.report("a", 4, 0.5)
+    assert StopTrial("a", "max_steps") in h.decide()
+
+
+def test_nothing_is_launched_that_could_not_report_a_step_before_the_deadline():
+    h = Harness(atoms=2, deadline=100.0, r=1, R=50, eta=4)
+    h.start("a", startup=5.0)
+    h.report("a", 1, 0.5, t=15.0)  # a startup of 5 s and a 10 s step
+    h.now = 84.0  # 16 s left: a new trial would report at 15 s
+    assert StartTrial(1) in h.decide()
+    h.now = 86.0  # 14 s left
+    assert not any(isinstance(d, (StartTrial, ResumeTrial)) for d in h.decide())
+
+
+# ---------------------------------------------------------------- no atom idles
+
+
+def test_with_nothing_left_to_explore_a_free_atom_resumes_the_best_paused_trial():
+    h = Harness(atoms=3, deadline=1000.0, r=1, R=16, eta=4, rung_trust="fixed", scaling=named_scaling("none"))
+    _explored(h, {"a": 0.9, "b": 0.5, "c": 0.4})
+    for t in "abc":
+        h.pause(t)
+    h.trials_left = 0  # the pool is used up, and none of the three is in the kept quarter of three
+    assert h.decide() == [ResumeTrial("a", 1), ResumeTrial("b", 1), ResumeTrial("c", 1)]
+
+
+def test_with_nothing_left_to_explore_a_free_atom_grows_a_live_trial_whose_growth_pays():
+    h = Harness(atoms=4, deadline=1000.0, r=100, R=200, eta=4, scaling=named_scaling("linear"), resize_cooldown=2)
+    h.trials_left = 0
+    h.start("a")
+    for step in (1, 2):
+        h.report("a", step, 0.5, t=10.0 * step)
+    # no new trial may start and a's growth pays: the entrance closes, a grows
+    assert h.decide() == [CloseEntrance("no new trial is left to start; the leaders grow instead"),
+                          ResizeTrial("a", 4, "grow 1->4 (uniform)")]
+    flat = Harness(atoms=4, deadline=1000.0, r=100, R=200, eta=4, scaling=named_scaling("none"), resize_cooldown=2)
+    flat.trials_left = 0
+    flat.start("a")
+    for step in (1, 2):
+        flat.report("a", step, 0.5, t=10.0 * step)
+    assert flat.decide() == []  # more atoms would not speed it up: nothing to do with them
+
+
+# ---------------------------------------------------------------- the entrance
+
+
+def _moment(now=50.0, best=0.9, step_time=1.0, startup=2.0, deadline=100.0):
+    return Moment(now=now, started_at=0.0, deadline=deadline, best=best, step_time=step_time, startup=startup,
+                  rate_one=1.0, longest_run=now)
+
+
+def test_deadline_entrance_closes_once_a_new_trial_cannot_reach_the_step_the_best_was_first_matched_at():
+    by_step = BestByStep()
+    for step, score in [(1, 0.3), (10, 0.6), (40, 0.85), (45, 0.9)]:
+        by_step.add(step, score)
+    entrance = Entrance("deadline", R=100, eta=4, by_step=by_step)
+    assert by_step.first_reaching(0.9) == 45 and by_step.first_reaching(0.95) is None
+    # 45 steps of 1 s and a 2 s startup: 47 s needed
+    assert entrance.close_reason(_moment(now=52.0), can_speed_up=True) is None  # 48 s left
+    reason = entrance.close_reason(_moment(now=54.0), can_speed_up=True)  # 46 s left
+    assert reason is not None and "before step 45" in reason
+    assert entrance.close_reason(_moment(now=54.0), can_speed_up=False) is None  # growing would not pay
+    assert entrance.next_time(_moment(now=10.0)) == pytest.approx(100.0 - 47.0)
+    # curves that level off early: a trial matched the best at step 5, a newcomer still reaches it
+    early = BestByStep()
+    early.add(5, 0.9)
+    early.add(45, 0.9)
+    assert Entrance("deadline", 100, 4, early).close_reason(_moment(now=90.0), can_speed_up=True) is None
+
+
+def test_adaptive_entrance_is_the_papers_rule_and_fractions_and_none():
+    adaptive = Entrance("adaptive", R=20, eta=4, by_step=BestByStep())
+    # T_a = 1, T' = 11: min(R*T_a = 20, eta*T' = 44) = 20
+    assert adaptive.close_reason(Moment(11.0, 0.0, 32.0, 0.5, 1.0, 0.0, 1.0, 11.0), True) is None  # 21 s left
+    assert adaptive.close_reason(Moment(13.0, 0.0, 32.0, 0.5, 1.0, 0.0, 1.0, 13.0), True) is not None  # 19 s
+    half = Entrance(0.5, R=20, eta=4, by_step=BestByStep())
+    assert half.close_reason(_moment(now=49.9), True) is None and half.close_reason(_moment(now=50.0), True)
+    assert Entrance("none", 20, 4, BestByStep()).close_reason(_moment(now=99.0), True) is None
+
+
+def test_the_entrance_closes_in_a_run_when_exploring_cannot_win_and_growing_pays():
+    h = Harness(atoms=2, deadline=100.0, r=1, R=40, eta=4, scaling=named_scaling("linear"), resize_cooldown=1)
+    h.trials_left = 0
+    h.now = 40.0
+    h.start("a")
+    for step in range(1, 31):
+        h.report("a", step, 0.01 * step, t=40.0 + step)  # the best (0.3) first came at step 30
+    h.start("b")  # b took the other atom
+    h.report("b", 1, 0.05, t=70.5)
+    h.now = 71.0  # 29 s left: a trial started now could not reach step 30
+    decisions = h.decide()
+    assert decisions == [CloseEntrance(decisions[0].reason), PauseTrial("b", "atoms to a")]
+    # no rung pauses after the close: the lowest-standing live trial yields its atom to a's growth
+
+
+def test_next_decision_time_is_when_the_entrance_would_close():
+    h = Harness(atoms=2, deadline=100.0, r=1, R=40, eta=4, scaling=named_scaling("linear"))
+    h.start("a")
+    for step in range(1, 11):
+        h.report("a", step, 0.01 * step, t=float(step))
+    assert h.scheduler.next_decision_time(h.situation()) == pytest.approx(100.0 - 10.0, abs=1e-3)
+
+
+# ---------------------------------------------------------------- after the close
+
+
+def _closed(allocation="uniform", atoms=4):
+    h = Harness(atoms=atoms, deadline=1000.0, r=100, R=500, eta=4, scaling=named_scaling("linear"),
+                allocation=allocation, resize_cooldown=2)
+    for name in "abcd"[:atoms]:
+        h.start(name)
+    h.commit(EntranceClosed(0.0, "test"))
+    for step in (1, 2):
+        for name, score in zip("abcd", (0.9, 0.7, 0.5, 0.1)):
+            h.report(name, step, score, t=10.0 * step)
+    return h
+
+
+def test_after_the_close_the_lowest_standing_trials_yield_their_atoms_to_the_leaders():
+    # uniform: each leader in turn gets one atom; a victim always stands below its leader
+    h = _closed("uniform")
+    assert h.decide() == [PauseTrial("d", "atoms to a"), PauseTrial("c", "atoms to b")]
+    h.ask_to_pause("d")
+    h.ask_to_pause("c")
+    assert h.decide() == []  # still stopping: the leaders wait for those atoms
+    h.commit_exit("d")
+    assert h.decide() == [ResizeTrial("a", 2, "grow 1->2 (uniform)")]
+    h.resize("a", 2)
+    h.commit_exit("c")
+    assert h.decide() == [ResizeTrial("b", 2, "grow 1->2 (uniform)")]
+
+
+def test_top_job_gives_the_best_as_many_atoms_as_its_growth_pays_for():
+    h = _closed("top_job")
+    assert h.decide() == [PauseTrial("d", "atoms to a"), PauseTrial("c", "atoms to a"),
+                          PauseTrial("b", "atoms to a")]  # linear speed-up: all four atoms pay
+    for t in "dcb":
+        h.ask_to_pause(t)
+    assert h.decide() == []
+    for t in "dcb":
+        h.commit_exit(t)
+    assert h.decide() == [ResizeTrial("a", 4, "grow 1->4 (top_job)")]
+
+
+def test_allocation_none_never_grows_or_yields():
+    h = _closed("none")
+    assert h.decide() == []
+
+
+# ---------------------------------------------------------------- kept fractions
+
+
+def _rungs(levels: int, eta: float = 4) -> list[Rung]:
+    return [Rung(m, eta, level) for level, m in enumerate((1, 4, 16, 64)[:levels])]
+
+
+def test_kept_fraction_is_successive_halvings_until_later_rungs_show_where_the_leaders_ranked():
+    rungs = _rungs(3)
+    kept = KeptFractions(3, 4, lambda level: rungs[level])
+    for i in range(40):  # trial i ranks i-th at rung 0
+        rungs[0].record(f"t{i}", 1.0 - i / 100)
+        kept.recorded(f"t{i}", 0)
+    assert kept.keep(0) == 0.25 and kept.keep(2) == 0.25  # no later evidence; the top rung keeps 1/eta
+    for i in range(8):  # the best eight at rung 0 reach rung 1 in the same order: leaders from the top
+        rungs[1].record(f"t{i}", 0.5 - i / 100)
+        kept.recorded(f"t{i}", 1)
+    assert kept.keep(0) == 0.25
+    assert kept.quantile(0) == pytest.approx(0.75)
+
+
+def test_leaders_spread_across_the_kept_band_widen_it():
+    rungs = _rungs(3)
+    kept = KeptFractions(3, 4, lambda level: rungs[level])
+    for i in range(40):
+        rungs[0].record(f"t{i}", 1.0 - i / 100)
+        kept.recorded(f"t{i}", 0)
+    for i in range(8):  # the eight promoted from rung 0 arrive at rung 2 in the reverse order
+        rungs[2].record(f"t{i}", 0.1 + i / 100)
+        kept.recorded(f"t{i}", 2)
+    # the leaders at rung 2 (the best quarter: t7, t6) ranked 7th and 6th of 40 at rung 0
+    assert kept.keep(0) == pytest.approx(3 * (6.5 / 40))
+    for i in range(8, 40, 4):  # later evidence from further down the rung: the band widens to all
+        rungs[2].record(f"t{i}", 0.5 + i / 100)
+        kept.recorded(f"t{i}", 2)
+    assert kept.keep(0) == 1.0
+
+
+def test_the_furthest_rung_with_enough_arrivals_is_the_evidence():
+    rungs = _rungs(3)
+    kept = KeptFractions(3, 4, lambda level: rungs[level])
+    for i in range(16):
+        rungs[0].record(f"t{i}", 1.0 - i / 100)
+        kept.recorded(f"t{i}", 0)
+    for i in range(4):  # rung 1 agrees with rung 0 ...
+        rungs[1].record(f"t{i}", 0.9 - i / 100)
+        kept.recorded(f"t{i}", 1)
+    assert kept.keep(0) == 0.25
+    for i in range(4):  # ... rung 2 does not: it is further, and has four arrivals
+        rungs[2].record(f"t{i}", 0.5 + i / 100)
+        kept.recorded(f"t{i}", 2)
+    assert kept.keep(0) == pytest.approx(3 * 3 / 16)
+
+
+def test_a_learned_kept_fraction_promotes_trials_just_below_the_cut():
+    h = Harness(atoms=1, deadline=10_000.0, r=1, R=64, eta=4)
+    scheduler = h.scheduler
+    for i in range(16):
+        scheduler.bracket.evaluate(f"t{i}", 1, 1.0 - i / 100)
+        scheduler.kept.recorded(f"t{i}", 0)
+    assert not math.isclose(scheduler.kept.keep(0), 0.5)
+    for i in range(4):  # the four at rung 2 rank in reverse of rung 0: t3 leads
+        for level, step in ((1, 4), (2, 16)):
+            scheduler.bracket.evaluate(f"t{i}", step, 0.1 + i / 100)
+            scheduler.kept.recorded(f"t{i}", level)
+    assert scheduler.kept.keep(0) == pytest.approx(3 * 3 / 16)
+    assert scheduler.bracket.rungs[-1].in_top_fraction(1.0 - 5 / 100, scheduler.kept.keep(0))  # t5 now goes on
+
+
+# ---------------------------------------------------------------- the overhead-aware test
 
 
 def test_resize_test_on_both_sides_of_the_inequality():
+    from hpcsched.schedulers.allocation import allowed_size, worth_resizing
+
     linear = named_scaling("linear")
     # H' (T - T_o) > (1 + m) H T with H = 1, H' = 2, T = 100, m = 0.1: T_o < 45
     assert worth_resizing(linear, 1, 2, time_left=100, overhead=44.9, margin=0.1)
     assert not worth_resizing(linear, 1, 2, time_left=100, overhead=45.0, margin=0.1)
-    assert worth_resizing(linear, 1, 2, time_left=100, overhead=49.9, margin=0.0)
-    assert not worth_resizing(linear, 1, 2, time_left=100, overhead=50.0, margin=0.0)
     assert not worth_resizing(linear, 1, 2, time_left=10, overhead=10, margin=0.0)
     assert worth_resizing(linear, 4, 2, time_left=1, overhead=100, margin=0.1)  # shrinking always passes
     assert not worth_resizing(named_scaling("none"), 1, 8, time_left=100, overhead=0, margin=0.0)
     sqrt = named_scaling("sqrt")
     assert worth_resizing(sqrt, 1, 4, time_left=100, overhead=10, margin=0.1)  # 2*90 > 110
     assert not worth_resizing(sqrt, 1, 2, time_left=100, overhead=25, margin=0.1)  # 1.4*75 = 105 < 110
+    assert [allowed_size(a, 4) for a in (1, 3, 4, 6, 9)] == [1, 3, 4, 4, 8]
 
 
-def test_scaling_tables_interpolate_and_hold_flat():
-    table = table_scaling({1: 1.0, 2: 1.8, 4: 3.0})
-    assert table.rate(3) == pytest.approx(2.4)
-    assert table.rate(8) == 3.0
-    assert table.best_atoms(8) == 4
-    assert named_scaling("sqrt").rate(4) == 2.0 and named_scaling("sqrt").rate(3) == pytest.approx(1.7)
-
-
-def test_allocation_targets_and_sizes():
-    assert [target_atoms("uniform", r, 3, 8, 8) for r in range(3)] == [3, 3, 2]
-    assert [target_atoms("top_job", r, 3, 8, 8) for r in range(3)] == [6, 1, 1]
-    assert target_atoms("uniform", 0, 2, 16, 4) == 4  # capped
-    assert [allowed_size(a, 2) for a in (1, 2, 3, 5, 8)] == [1, 2, 2, 4, 8]
-    assert [allowed_size(a, 1) for a in (1, 3, 7)] == [1, 3, 7]
-
-
-# ---------------------------------------------------------------- dynamic allocation
-
-
-def _exploiting(**fields):
-    """Eight atoms, three live trials on one atom each, exploration closed."""
-    h = Harness(atoms=8, deadline=1000.0, kind="hypersched", r=100, R=500, eta=4, resize_cooldown=2, **fields)
-    for name in "abc":
-        h.start(name, startup=1.0)
-    h.commit(EntranceClosed(0.0, "test"))
-    return h
-
-
-def _report_all(h, step, scores):
-    for name, s in zip("abc", scores):
-        h.report(name, step, s)
-
-
-def test_uniform_growth_of_the_reporting_trial():
-    h = _exploiting(allocation="uniform")
-    _report_all(h, 1, [0.9, 0.8, 0.7])
-    h.decide()
-    h.report("a", 2, 0.91)
-    h.report("c", 2, 0.71)
-    decisions = h.decide()
-    # spare = 5 round-robin in score order: a 3, b 3, c 2; free = 5
-    assert ResizeTrial("a", 3, "grow 1->3 (uniform)") in decisions
-    assert ResizeTrial("c", 2, "grow 1->2 (uniform)") in decisions
-
-
-def test_top_job_gives_spare_atoms_to_the_best():
-    h = _exploiting(allocation="top_job")
-    _report_all(h, 1, [0.5, 0.8, 0.7])
-    h.decide()
-    _report_all(h, 2, [0.5, 0.8, 0.7])
-    assert h.decide() == [ResizeTrial("b", 6, "grow 1->6 (top_job)")]
-
-
-def test_cooldown_and_allocation_grid():
-    h = _exploiting(allocation="top_job", allocation_grid=4)
-    _report_all(h, 1, [0.9, 0.1, 0.1])
-    assert h.decide() == []  # one report since launch < cooldown 2
-    h.report("a", 2, 0.9)
-    assert h.decide() == [ResizeTrial("a", 4, "grow 1->4 (top_job)")]  # 6 rounded down to a multiple of 4
-
-
-def test_scale_awareness_no_growth_when_belief_says_no_speedup():
-    h = _exploiting(allocation="top_job", scaling=named_scaling("none"), backfill=False)
-    _report_all(h, 1, [0.9, 0.1, 0.1])
-    _report_all(h, 2, [0.9, 0.1, 0.1])
-    assert h.decide() == []
-
-
-def test_backfill_explores_with_atoms_the_live_trials_cannot_use():
-    # belief: no speedup, so the five free atoms would idle; backfill starts trials on them
-    h = _exploiting(allocation="top_job", scaling=named_scaling("none"))
-    _report_all(h, 1, [0.9, 0.1, 0.1])
-    assert h.decide() == [StartTrial(1)] * 5
-    # linear belief: the live trials take the atoms (top_job: the best grows), nothing is backfilled
-    h = _exploiting(allocation="top_job")
-    _report_all(h, 1, [0.9, 0.1, 0.1])
-    _report_all(h, 2, [0.9, 0.1, 0.1])
-    assert h.decide() == [ResizeTrial("a", 6, "grow 1->6 (top_job)")]
-
-
-def test_overhead_awareness_uses_measured_startups():
-    # startup 400 s measured, 1000 s left, top_job 1 -> 6 under sqrt: 2.45*(1000-400) = 1470 > 1.1*1000
-    # but a startup of 600 s: 2.45*400 = 980 < 1100 -> no resize; ignored when overhead_aware is false
-    for overhead_aware, startup, grows in [(True, 400.0, True), (True, 600.0, False), (False, 600.0, True)]:
-        h = Harness(atoms=8, deadline=1000.0, kind="hypersched", r=100, R=500, eta=4, resize_cooldown=1,
-                    allocation="top_job", scaling=named_scaling("sqrt"), overhead_aware=overhead_aware)
-        for name in "abc":
-            h.start(name, startup=startup)
-        h.commit(EntranceClosed(0.0, "test"))
-        _report_all(h, 1, [0.9, 0.1, 0.1])
-        assert bool(h.decide()) is grows, (overhead_aware, startup)
-
-
-def test_shrink_to_make_room_while_exploring():
-    h = Harness(atoms=4, deadline=1000.0, kind="hypersched", r=100, R=500, eta=4, resize_cooldown=0,
-                allocation="top_job")
-    h.trials_left = 1
-    h.start("a")
-    h.report("a", 1, 0.5)
-    # exploration first (one new trial), then the leftover atoms grow the reporting trial
-    assert h.decide() == [StartTrial(1), ResizeTrial("a", 3, "grow 1->3 (top_job)")]
-    h.start("b")
-    h.trials_left = 0
-    h.commit(StopRequested(h.now, "a", "resize", 3, h.state.pool.choose(2)))
-    h.commit(Exited(h.now, "a", "checkpointed", 1))
-    h.start("a", atoms=3)
-    assert h.state.free_atoms == 0
-    h.trials_left = 5  # exploration wants an atom again (e.g. more trials allowed)
-    assert h.decide() == [ResizeTrial("a", 2, "make room for exploration")]
-    assert h.decide() == []  # one shrink at a time
-    h.commit(StopRequested(h.now, "a", "resize", 2))
-    h.commit(Exited(h.now, "a", "checkpointed", 1))
-    assert h.decide()[0] == StartTrial(1)
-
-
-def test_paused_trial_promoted_while_exploring():
-    h = Harness(atoms=3, deadline=1000.0, kind="hypersched", r=1, R=500, eta=4, allocation="none", speculative=True)
-    h.trials_left = 0
-    for name in "abc":
-        h.start(name)
-    h.report("a", 1, 0.9)
-    h.report("b", 1, 0.8)
-    h.report("c", 1, 0.5)
-    assert h.decide() == [PauseTrial("c", "rung 1")]
-    h.pause("c")
-    assert h.decide() == []
-    for i, s in enumerate([0.1] * 10):
-        h.trials_left = 1
-        assert h.decide() == [StartTrial(1)]
-        h.start(f"w{i}")
+def test_growth_pays_only_until_the_trial_reaches_R_and_keeps_the_allocation_grid():
+    # 1 s a step, 20 s startup, sqrt belief, 1000 s left: growing 1 -> 8 atoms (2.83x) pays for a trial
+    # with 200 steps to go but not for one with 20 (after R its atoms are free anyway)
+    for step, grows in [(300, True), (480, False)]:
+        h = Harness(atoms=8, deadline=1000.0, r=100, R=500, eta=4, resize_cooldown=1, allocation="top_job",
+                    scaling=named_scaling("sqrt"))
         h.trials_left = 0
-        h.report(f"w{i}", 1, s)
-        decisions = h.decide()
-        h.pause(f"w{i}")
-        if ResumeTrial("c", 1) in decisions or ResumeTrial("c", 1) in h.decide():
-            break
-    else:
-        pytest.fail("c never became promotable")
+        h.start("a", startup=20.0)
+        h.report("a", step, 0.9, t=21.0)
+        h.report("a", step + 1, 0.9, t=22.0)
+        decisions = [d for d in h.decide() if not isinstance(d, CloseEntrance)]
+        assert decisions == ([ResizeTrial("a", 8, "grow 1->8 (top_job)")] if grows else []), step
+    grid = Harness(atoms=7, deadline=1000.0, r=100, R=500, eta=4, resize_cooldown=1, allocation="top_job",
+                   allocation_grid=4, scaling=named_scaling("linear"))
+    grid.trials_left = 0
+    grid.start("a")
+    grid.report("a", 1, 0.9, t=1.0)
+    assert grid.decide()[-1] == ResizeTrial("a", 4, "grow 1->4 (top_job)")  # 7 rounded down to a multiple of 4
 
 
-def test_idle_atoms_resume_the_best_paused_trial_instead_of_ending_early():
-    h = Harness(atoms=3, deadline=1000.0, kind="hypersched", r=1, R=50, eta=2, allocation="none", speculative=True)
-    h.trials_left = 0
-    for name in "acb":
-        h.start(name)
-    h.report("a", 1, 0.9)
-    h.report("c", 1, 0.8)
-    h.report("b", 1, 0.2)  # below the cutoff of {0.9, 0.8}: paused
-    assert h.decide() == [PauseTrial("b", "rung 1")]
-    h.pause("b")
-    for name, step in (("a", 50), ("c", 50)):
-        h.commit(StopRequested(h.now, name, "stop"))
-        h.commit(Exited(h.now, name, "finished", step))
-    # nothing runs, nothing may start, b is not promotable: resume it rather than idle to the deadline
-    assert h.decide() == [ResumeTrial("b", 1)]
-    assert h.decide() == []  # one paused trial, one resume
-    h.start("b")
-    h.report("b", 2, 0.25)  # still below the rung's cutoff, but pausing it would only idle the atoms
-    assert h.decide() == []
-    h.commit(StopRequested(h.now, "b", "resize", 2, h.state.pool.choose(1)))  # grown onto the idle atoms
-    h.commit(Exited(h.now, "b", "checkpointed", 2))
-    h.start("b", atoms=2)
-    h.report("b", 3, 0.26)  # the exemption survives the resize
-    assert h.decide() == []
+def test_a_resize_costs_the_measured_stop_and_a_startup():
+    from hpcsched.records import Exited, StopRequested
 
-
-def test_a_trial_paused_in_this_decision_is_not_also_shrunk():
-    h = Harness(atoms=4, deadline=1000.0, kind="hypersched", r=1, R=500, eta=2, resize_cooldown=0,
-                allocation="top_job", speculative=True)
-    h.trials_left = 0
-    h.start("a", atoms=2)
-    h.start("b")
-    h.start("c")
-    h.report("b", 1, 0.9)
-    h.report("c", 1, 0.8)
-    h.report("a", 1, 0.1)  # a falls below the cutoff and holds two atoms
-    h.trials_left = 3  # exploration wants room
-    decisions = h.decide()
-    assert decisions == [PauseTrial("a", "rung 1")]  # no "make room" shrink of the trial already leaving
-
-
-def test_profile_startup_estimate_is_the_prior_until_startups_are_measured():
-    h = Harness(atoms=2, kind="hypersched", startup_estimate=42.0)
-    assert h.scheduler.startup_estimate == 42.0
-    h.start("a", startup=3.0)
-    assert h.scheduler.startup_estimate == 3.0
-
-
-def test_nothing_starts_when_its_startup_would_outlast_the_deadline():
-    h = Harness(atoms=2, deadline=100.0, kind="hypersched", entrance="none")
-    h.start("a", startup=5.0)
-    h.now = 94.0
-    assert h.decide() == [StartTrial(1)]  # 6 s left > 5 s startup
-    h.now = 95.5
-    assert h.decide() == []
-
-
-def test_each_policy_names_the_steps_where_it_may_pause_a_trial_on_its_report():
-    from hpcsched.schedulers import make_scheduler
-    from hpcsched.spec import SchedulerSpec
-
-    asha = make_scheduler(SchedulerSpec(kind="asha", r=2, R=32, eta=2), "max").decision_steps()
-    assert asha.steps == (2, 4, 8, 16) and 32 not in asha and 3 not in asha
-    speculative = make_scheduler(SchedulerSpec(kind="hypersched", r=2, R=32, eta=2, speculative=True),
-                                 "max").decision_steps()
-    assert speculative.every_step and 3 in speculative
-    rungs_only = make_scheduler(SchedulerSpec(kind="hypersched", r=2, R=32, eta=2), "max").decision_steps()
-    assert rungs_only.steps == (2, 4, 8, 16) and not rungs_only.every_step  # the default
-    assert make_scheduler(SchedulerSpec(kind="random", r=32, R=32), "max").decision_steps().steps == ()
-    assert make_scheduler(SchedulerSpec(kind="one_epoch", r=1, R=20), "max").decision_steps().steps == (1,)
+    h = Harness(atoms=2, r=2, R=10, eta=2, scaling=named_scaling("sqrt"))
+    h.start("a", startup=2.0)
+    h.report("a", 1, 0.5, t=5.0)
+    h.commit(StopRequested(6.0, "a", "pause"))
+    h.report("a", 2, 0.6, t=7.0)  # the step in progress was trained, not lost
+    h.commit(Exited(7.5, "a", "checkpointed", 2))
+    assert h.scheduler.resize_overhead == pytest.approx(0.5 + 2.0)
+    assert Harness(overhead_aware=False).scheduler.resize_overhead == 0.0
 
 
 def test_a_rung_passed_while_stopping_for_a_resize_is_not_judged_late():
-    # rung-exact pauses: a trial's report at rung 1 that came in while it was stopping to be
-    # resized still records its rung score, so the relaunched trial is not paused at step 2
+    from hpcsched.records import Exited, StopRequested
+
     def decisions_after_relaunch(report_while_stopping: bool):
-        h = Harness(atoms=4, deadline=1000.0, kind="hypersched", r=1, R=16, eta=4, allocation="none")
+        h = Harness(atoms=4, deadline=1000.0, r=1, R=16, eta=4, allocation="none", rung_trust="fixed")
         for name, score in [("x", 0.9), ("y", 0.8), ("z", 0.7)]:
             h.start(name)
             h.report(name, 1, score)
@@ -319,17 +364,8 @@ def test_a_rung_passed_while_stopping_for_a_resize_is_not_judged_late():
     assert PauseTrial("a", "rung 1") in decisions_after_relaunch(False)  # judged at its own step
 
 
-def test_growth_pays_only_until_the_trial_reaches_R():
-    # 1 s a step, 20 s startup, sqrt belief, 1000 s left: growing 1 -> 8 atoms (2.83x) pays for a trial
-    # with 200 steps to go (200 s on one atom: 2.83*(200-20) = 509 > 1.1*200) but not for one with 20
-    # (after R its atom is free anyway: 2.83*(20-20) = 0), though the deadline is far; the atoms are
-    # then not held back for growth (they would idle): backfill starts trials on them
-    for step, grows in [(300, True), (480, False)]:
-        h = Harness(atoms=8, deadline=1000.0, kind="hypersched", r=100, R=500, eta=4, resize_cooldown=1,
-                    allocation="top_job", scaling=named_scaling("sqrt"))
-        h.start("a", startup=20.0)
-        h.commit(EntranceClosed(0.0, "test"))
-        h.report("a", step, 0.9, t=1.0)
-        h.decide()
-        h.report("a", step + 1, 0.9, t=2.0)
-        assert h.decide() == ([ResizeTrial("a", 8, "grow 1->8 (top_job)")] if grows else [StartTrial(1)] * 7), step
+def test_the_entrance_closes_once_no_new_trial_may_start_and_growing_pays():
+    entrance = Entrance("deadline", R=100, eta=4, by_step=BestByStep())
+    left = Moment(10.0, 0.0, 100.0, 0.5, 1.0, 0.0, 1.0, 10.0, trials_left=0)
+    assert entrance.close_reason(left, can_speed_up=True) == "no new trial is left to start; the leaders grow instead"
+    assert entrance.close_reason(left, can_speed_up=False) is None

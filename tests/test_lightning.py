@@ -16,7 +16,7 @@ def test_a_lightning_trainer_reports_pauses_and_resumes_where_it_stopped(tmp_pat
     spec = write_spec(tmp_path, trainable=f"{LIGHTNING_TOY}:train", deadline="60s", max_trials=4,
                       metric={"name": "val_score", "mode": "max"},
                       space={"lr": {"grid": [0.1, 0.03, 0.01, 0.001]}},
-                      scheduler={"r": 2, "R": 6, "eta": 2},
+                      scheduler={"kind": "asha", "r": 2, "R": 6, "eta": 2},  # pauses at rungs, then promotes
                       controller={"poll_interval": 0.1, "stop_margin": 2, "stop_grace": 30})
     run = tmp_path / "run"
     proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet", timeout=180)

@@ -130,7 +130,7 @@ def _spec_with_profile(tmp_path: Path, profile: Path) -> Path:
 
 def _decisions_with(scheduler_spec) -> list:
     values = {f.name: getattr(scheduler_spec, f.name) for f in fields(scheduler_spec)}
-    values.update(allocation="top_job", resize_cooldown=2, backfill=False)
+    values.update(allocation="top_job", resize_cooldown=2)
     h = Harness(atoms=8, deadline=1000.0, **values)
     for name in "abc":
         h.start(name, startup=1.0)

@@ -63,7 +63,6 @@ def test_the_readme_own_model_example_runs_as_written(tmp_path):
     (run,) = list((tmp_path / "runs").iterdir())
     result = json.loads((run / "result.json").read_text())
     assert FinishReason.planned(result["reason"]) and result["trials_started"] >= 4
-    assert result["pauses"] >= 1  # trials were compared at the rungs
     done = result["best_completed"]
     assert done is not None and done["step"] == 20 and done["score"] > 0.85  # a model trained to R
 

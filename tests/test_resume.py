@@ -110,8 +110,8 @@ def test_interrupt_then_resume_relaunches_what_was_running(tmp_path):
 
 
 def test_extend_continues_an_expired_run(tmp_path):
-    spec = write_spec(tmp_path, deadline="8s", scheduler={"r": 5000, "R": 10000},
-                      space={"quality": {"grid": [0.9, 0.5]}, "step_time": 0.1})
+    spec = write_spec(tmp_path, deadline="8s", scheduler={"r": 5000, "R": 10000, "allocation": "none"},
+                      space={"quality": {"grid": [0.9, 0.5]}, "step_time": 0.1})  # both train to the deadline
     run = tmp_path / "run"
     proc = hpcsched("run", str(spec), "--run-dir", str(run), "--quiet", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr

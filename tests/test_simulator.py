@@ -249,3 +249,46 @@ def test_the_workload_spec_takes_a_list_of_measured_startups_and_names_a_bad_one
     raw["workload"]["startup"] = []
     with pytest.raises(SpecError, match=r"workload\.startup"):
         parse_experiment(raw)
+
+
+def test_a_trial_killed_at_the_deadline_exits_at_the_step_it_reached():
+    # 1.5 s steps: the deadline at 10.5 s comes in the middle of step 8; the trial is asked to stop and
+    # killed at the deadline, its last checkpoint the report of step 7 (each simulated report is one)
+    spec = SchedulerSpec(kind="asha", r=100, R=1000, eta=4)
+    state, records = run_controller([linear_curve("c", 1000, step_time=1.5, slope=0.001)], spec, atoms=1,
+                                    deadline=10.5)
+    (exit_record,) = [r for r in records if isinstance(r, Exited)]
+    assert exit_record.step == 7 and state.trials["t0000"].step == 7
+    assert "did not exit in time" in exit_record.error
+
+
+def _ending_early_trace(path, trials=40, R=100):
+    """A trace whose curves end long before the longest (converged runs stopped early), one step a second."""
+    rows = ["trial,step,score,time"]
+    rng = np.random.default_rng(5)
+    for i in range(trials):
+        end = R if i == 0 else int(rng.integers(4, 12))
+        quality = rng.uniform(0.3, 0.9)
+        for step in range(1, end + 1):
+            rows.append(f"c{i},{step},{quality * (1 - 0.5 ** step):.5f},{float(step)}")
+    path.write_text("\n".join(rows) + "\n")
+
+
+@pytest.mark.parametrize("scaling", ["none", "sqrt"])
+def test_no_atom_idles_while_a_trial_could_still_report_a_step_when_trials_end_before_R(tmp_path, scaling):
+    """HyperSched: every run's idle atom-time, before a trial started then could no longer report a step,
+    stays under one median step per atom; ASHA leaves atoms idle once its pool is screened and nothing
+    is promotable."""
+    from hpcsched.simulate import simulate_experiment
+
+    trace = tmp_path / "early.csv"
+    _ending_early_trace(trace)
+    raw = {"name": "early", "metric": {"name": "score", "mode": "max"}, "deadline": 200,
+           "scheduler": {"kind": "hypersched", "r": 1, "R": 100, "eta": 4, "scaling": scaling},
+           "resources": {"atoms": 4}, "workload": {"kind": "trace", "path": str(trace), "scaling": scaling,
+                                                   "startup": 0.0 if scaling == "none" else 1.0},
+           "variants": [{"name": "hypersched"}, {"name": "asha", "scheduler": {"kind": "asha"}}]}
+    frame = simulate_experiment(parse_experiment(raw), seeds=list(range(8)), event_log=False)
+    ours = frame[frame["variant"] == "hypersched"]
+    assert (ours["idle_steps"] < 1.0).all(), ours["idle_steps"].tolist()
+    assert (frame[frame["variant"] == "asha"]["idle_steps"] > 5.0).all()

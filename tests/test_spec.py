@@ -58,9 +58,9 @@ def test_kind_specific_keys_and_variants():
     spec = parse_experiment(raw).spec
     kinds = {v.name: (v.scheduler.kind, v.scheduler.speculative, v.scheduler.R) for v in spec.variants}
     assert kinds == {"asha": ("asha", False, 50), "hs": ("hypersched", False, 50), "hs-spec": ("hypersched", True, 50)}
-    problems = _problems({**GOOD, "variants": [{"name": "a", "scheduler": {"kind": "asha", "backfill": False}},
+    problems = _problems({**GOOD, "variants": [{"name": "a", "scheduler": {"kind": "asha", "speculative": False}},
                                                {"name": "a"}]})
-    assert any("variants[0].scheduler.backfill: only for kind hypersched" in p for p in problems)
+    assert any("variants[0].scheduler.speculative: only for kind hypersched" in p for p in problems)
     assert any("variants[1].name: duplicate variant name 'a'" in p for p in problems)
 
 
@@ -174,13 +174,13 @@ def test_a_bad_value_is_reported_once_without_follow_on_problems():
     from hpcsched.spec import parse_experiment
 
     raw = {"name": "x", "workload": {"kind": "synthetic"}, "scheduler": {"kind": "fast", "r": 0, "R": 10,
-                                                                         "backfill": "yes"}}
+                                                                         "speculative": "yes"}}
     with pytest.raises(SpecError) as err:
         parse_experiment(raw)
     text = str(err.value)
     assert "scheduler.kind: expected one of asha, hypersched, random, one_epoch, got 'fast'" in text
     assert "scheduler.r: must be >= 1, got 0" in text
-    assert "scheduler.backfill: expected true or false, got 'yes'" in text
+    assert "scheduler.speculative: expected true or false, got 'yes'" in text
     assert "only for kind" not in text and "must be <= R" not in text
 
 
@@ -210,3 +210,16 @@ def test_profile_config_overrides_read_1e_minus_4_as_a_number():
     spec = parse_experiment(GOOD).spec
     config = profiled_config(spec, ["weight_decay=1e-4", "name=1e-4x", "layers=3"])
     assert config["weight_decay"] == 0.0001 and config["name"] == "1e-4x" and config["layers"] == 3
+
+
+def test_a_hypersched_key_of_earlier_versions_is_refused_saying_what_replaced_it():
+    from hpcsched.spec import parse_experiment
+
+    raw = {"name": "x", "workload": {"kind": "synthetic"}, "deadline": 60,
+           "scheduler": {"kind": "hypersched", "R": 10, "after_close": "paper", "backfill": False}}
+    with pytest.raises(SpecError) as err:
+        parse_experiment(raw)
+    text = str(err.value)
+    assert "scheduler.after_close: no longer a setting (after the entrance closes" in text
+    assert "scheduler.backfill: no longer a setting (no atom idles" in text and "remove it (got False)" in text
+    assert "unknown key" not in text

@@ -24,7 +24,7 @@ from hpcsched.clock import Clock
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.scaling import Scaling
 from hpcsched.schedulers.decisions import DecisionSteps
-from hpcsched.scores import ExitOutcome
+from hpcsched.scores import ExitOutcome, checkpoint_name
 from hpcsched.workloads import Curve, Workload
 
 _START, _STEP, _EXIT = 0, 1, 2
@@ -115,7 +115,10 @@ class SimExecutor:
                 trial.pos += 1
                 if trial.step in trial.decision_steps:
                     trial.waits_at = t
-                out.append(TrialReport(trial_id, t, trial.step, float(trial.curve.scores[trial.pos - 1])))
+                # every report is a checkpoint (a stop leaves the trial there): a trial killed at the
+                # deadline exits at the step it reached
+                out.append(TrialReport(trial_id, t, trial.step, float(trial.curve.scores[trial.pos - 1]),
+                                       checkpoint_name(trial.step, "")))
                 self._continue(trial_id, trial, t, out)
             elif kind == _START:
                 out.append(TrialStarted(trial_id, t))

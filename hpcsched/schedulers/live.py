@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import math
 
-from hpcsched.schedulers.sorted_scores import Ranking
+from hpcsched.schedulers.sorted_scores import Ranking, Score
 
 
 class LiveTrials:
-    """Live trials with the atoms each holds (``atoms``; ``total_atoms`` in all), ranked by their last
-    (normalised) score, with the reports each made since its launch; those holding more than one atom
-    (``grown``) and those asked to shrink (``shrinking``); the trials asked to stop that have not
-    exited (``stopping``: when asked, or last reported since), and of those asked to pause or stop
-    (not to resize) the atoms they will free (``freeing``)."""
+    """Live trials with the atoms each holds (``atoms``; ``total_atoms`` in all), ranked by the policy's
+    key (a score, or a tuple such as HyperSched's standing), with the reports each made since its launch;
+    those holding more than one atom (``grown``) and those asked to shrink (``shrinking``); the trials
+    asked to stop that have not exited (``stopping``: when asked, or last reported since), and of those
+    asked to pause or stop (not to resize) the atoms they will free (``freeing``)."""
 
     def __init__(self) -> None:
         self.atoms: dict[str, int] = {}
@@ -30,8 +30,8 @@ class LiveTrials:
         self.stopping: dict[str, float] = {}
         self.freeing: dict[str, int] = {}
 
-    def launched(self, trial_id: str, atoms: int, score: float | None) -> None:
-        """``trial_id`` was launched on ``atoms`` atoms (``score``: its last, normalised; None if none)."""
+    def launched(self, trial_id: str, atoms: int, score: Score | None) -> None:
+        """``trial_id`` was launched on ``atoms`` atoms (``score``: its ranking key; None if none)."""
         self.atoms[trial_id] = atoms
         self.total_atoms += atoms
         self.since_launch[trial_id] = 0
@@ -42,8 +42,8 @@ class LiveTrials:
         self.shrinking.discard(trial_id)
         self.ranking.set(trial_id, score if score is not None else -math.inf)
 
-    def scored(self, trial_id: str, score: float, reports_since_launch: int) -> None:
-        """A live trial reported a (normalised) ``score``."""
+    def scored(self, trial_id: str, score: Score, reports_since_launch: int) -> None:
+        """A live trial reported: ``score`` is its ranking key now."""
         self.ranking.set(trial_id, score)
         self.since_launch[trial_id] = reports_since_launch
 

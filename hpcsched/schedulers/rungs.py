@@ -204,26 +204,17 @@ class TopFractionBracket(Bracket):
 
     ``quantile(level)`` (optional) sets the fraction paused at each rung: a trial continues when
     among the best floor(n * (1 - quantile)); the default quantile 1 - 1/eta is ASHA's.
-    ``futile(rung, score)`` (optional) also pauses a trial that is inside the kept fraction but
-    cannot matter any more (HyperSched: it could not beat the best score so far), and keeps it
-    from promotion. ``by_standing``: promote the paused trial that stands highest within its own
-    rung (the smallest share of that rung's scores above it; ties to the higher rung) rather than
-    the best of the highest rung that has one (ASHA's order).
     """
 
-    def __init__(self, r: int, R: int, eta: float, quantile: Callable[[int], float] | None = None,
-                 futile: Callable[[Rung, float], bool] | None = None, by_standing: bool = False):
+    def __init__(self, r: int, R: int, eta: float, quantile: Callable[[int], float] | None = None):
         super().__init__(r, R, eta)
         self.quantile = quantile
-        self.futile = futile
-        self.by_standing = by_standing
 
     def _keep(self, rung: Rung) -> float | None:
         return None if self.quantile is None else 1.0 - self.quantile(rung.level)
 
     def _continues(self, rung: Rung, score: float) -> bool:
-        return rung.in_top_fraction(score, self._keep(rung)) and not (self.futile is not None
-                                                                      and self.futile(rung, score))
+        return rung.in_top_fraction(score, self._keep(rung))
 
     def evaluate(self, trial_id: str, step: int, score: float) -> Rung | None:
         """Record the report at the highest rung the trial passed without a score there; return that
@@ -237,16 +228,10 @@ class TopFractionBracket(Bracket):
 
     def best_promotable(self) -> str | None:
         """The paused trial to promote: the best of the highest rung whose best paused trial is now
-        among its rung's top fraction (with ``by_standing``: of all those rungs' candidates, the one
-        standing highest within its rung)."""
-        chosen: tuple[float, str] | None = None
+        among its rung's top fraction."""
         for rung in self.rungs:
             if rung.paused_count:
                 trial_id, score = next(rung.paused_best_first())
                 if self._continues(rung, score):
-                    if not self.by_standing:
-                        return trial_id
-                    standing = rung.rank(score) / len(rung)
-                    if chosen is None or standing < chosen[0]:
-                        chosen = (standing, trial_id)
-        return None if chosen is None else chosen[1]
+                    return trial_id
+        return None

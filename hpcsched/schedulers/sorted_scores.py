@@ -46,12 +46,20 @@ class RunningQuantile:
         return low + (pos - lo) * (high - low)
 
 
+Score = float | tuple[float, ...]
+
+
+def _negated(score: Score) -> Score:
+    return tuple(-x for x in score) if isinstance(score, tuple) else -score
+
+
 class Ranking:
-    """Items ordered by score, best first; rank lookups and updates by bisection."""
+    """Items ordered by score (a number, or a tuple compared element by element), best first; rank
+    lookups and updates by bisection."""
 
     def __init__(self) -> None:
-        self._keys: list[tuple[float, int, str]] = []
-        self._key_of: dict[str, tuple[float, int, str]] = {}
+        self._keys: list[tuple[Score, int, str]] = []
+        self._key_of: dict[str, tuple[Score, int, str]] = {}
         self._seq = 0
 
     def __len__(self) -> int:
@@ -60,10 +68,10 @@ class Ranking:
     def __contains__(self, item: str) -> bool:
         return item in self._key_of
 
-    def set(self, item: str, score: float) -> None:
+    def set(self, item: str, score: Score) -> None:
         """Insert or move ``item`` (higher score ranks first; unscored items use -inf)."""
         self.discard(item)
-        key = (-score, self._seq, item)
+        key = (_negated(score), self._seq, item)
         self._seq += 1
         bisect.insort(self._keys, key)
         self._key_of[item] = key
@@ -79,7 +87,15 @@ class Ranking:
     def best(self) -> str | None:
         return self._keys[0][2] if self._keys else None
 
+    def worst(self) -> str | None:
+        return self._keys[-1][2] if self._keys else None
+
     def best_first(self):
         """(item, score) pairs, best first (a generator; do not mutate while iterating)."""
         for neg, _, item in self._keys:
-            yield item, -neg
+            yield item, _negated(neg)
+
+    def worst_first(self):
+        """(item, score) pairs, worst first (a generator; do not mutate while iterating)."""
+        for neg, _, item in reversed(self._keys):
+            yield item, _negated(neg)

@@ -22,8 +22,12 @@ SCHEDULER_KINDS = ("asha", "hypersched", "random", "one_epoch")
 ALLOCATION_POLICIES = ("uniform", "top_job", "none")
 WORKLOAD_KINDS = ("synthetic", "trace")
 RUNG_TRUST = ("learned", "fixed")
-RETROSPECTIVE = ("current", "all")
-AFTER_CLOSE = ("finish", "paper")
+# HyperSched keys of earlier versions, with what replaced them (a spec that sets one is refused with this)
+REMOVED_SCHEDULER_KEYS = {
+    "retrospective": "speculative evaluation compares a trial on every rung it passed, as the paper's did",
+    "after_close": "after the entrance closes the leaders grow and the rest train on (docs/ARCHITECTURE.md)",
+    "backfill": "no atom idles: atoms nothing else takes go to growth or to the best paused trial",
+}
 COMMON_SCHEDULER_KEYS = ("kind", "r", "R", "eta")
 ASHA_ONLY = ("atoms_per_trial",)  # the baselines' (asha, random, one_epoch) own keys
 
@@ -56,14 +60,11 @@ class SchedulerSpec:
     atoms_per_trial: int = 1
     # HyperSched
     speculative: bool = False  # true: the paper's speculative evaluation (pauses decided at every step)
-    rung_trust: str = "learned"  # learned: cutoffs scaled by each rung's learned trust | fixed: the paper's
-    retrospective: str = "current"  # current: compare on the highest rung passed | all: every rung (paper)
+    rung_trust: str = "learned"  # learned: kept fractions follow the run's later leaders | fixed: 1/eta (paper)
     entrance: str | float = "deadline"  # deadline | adaptive (paper) | none | fraction of the deadline
-    after_close: str = "finish"  # finish: finalists trained to the end | paper: cutoffs and backfill only
     allocation: str = "uniform"  # uniform | top_job | none
     overhead_aware: bool = True
     scaling: Scaling = field(default_factory=lambda: named_scaling("linear"))
-    backfill: bool = True  # after exploration ends, idle atoms the live trials cannot use explore again
     allocation_grid: int = 1  # allocations above this many atoms must be multiples of it
     resize_margin: float = 0.1
     resize_cooldown: int = 5  # reports a trial makes after a (re)start before it may grow

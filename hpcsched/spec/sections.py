@@ -20,9 +20,9 @@ from hpcsched.scaling import Scaling
 from hpcsched.scores import NON_FINITE_POLICIES
 from hpcsched.space import Space
 from hpcsched.spec import fields as f
-from hpcsched.spec.model import (AFTER_CLOSE, ALLOCATION_POLICIES, ASHA_ONLY, COMMON_SCHEDULER_KEYS, MAX_ATOMS, MAX_ETA,
-                                 MAX_STEPS, RETROSPECTIVE, RUNG_TRUST, SCHEDULER_KINDS, WORKLOAD_KINDS, ControllerSpec,
-                                 MetricSpec, ResourcesSpec, SchedulerSpec, Variant, WorkloadSpec)
+from hpcsched.spec.model import (ALLOCATION_POLICIES, ASHA_ONLY, COMMON_SCHEDULER_KEYS, MAX_ATOMS, MAX_ETA,
+                                 MAX_STEPS, REMOVED_SCHEDULER_KEYS, RUNG_TRUST, SCHEDULER_KINDS, WORKLOAD_KINDS,
+                                 ControllerSpec, MetricSpec, ResourcesSpec, SchedulerSpec, Variant, WorkloadSpec)
 
 Table = Mapping[str, Callable[[Any], Any]]
 PROFILE_KEY = "profile"  # scheduler.profile: a profile file that gives scaling and startup_estimate
@@ -67,10 +67,9 @@ def scheduler_fields(path: str, problems: list[str]) -> Table:
     return {"kind": f.one_of(*SCHEDULER_KINDS), "r": f.at_most(f.int_at_least(1), MAX_STEPS),
             "R": f.at_most(f.int_at_least(1), MAX_STEPS), "eta": f.at_most(f.number_at_least(2), MAX_ETA),
             "atoms_per_trial": f.int_at_least(1), "speculative": f.boolean,
-            "rung_trust": f.one_of(*RUNG_TRUST), "retrospective": f.one_of(*RETROSPECTIVE),
-            "entrance": f.entrance, "after_close": f.one_of(*AFTER_CLOSE),
+            "rung_trust": f.one_of(*RUNG_TRUST), "entrance": f.entrance,
             "allocation": f.one_of(*ALLOCATION_POLICIES), "overhead_aware": f.boolean,
-            "scaling": lambda v: f.scaling(v, f"{path}.scaling", problems), "backfill": f.boolean,
+            "scaling": lambda v: f.scaling(v, f"{path}.scaling", problems),
             "allocation_grid": f.int_at_least(1), "resize_margin": f.number_at_least(0),
             "resize_cooldown": f.int_at_least(0), "startup_quantile": f.fraction,
             "startup_estimate": f.optional(f.duration), "max_atoms_per_trial": f.optional(f.int_at_least(1))}
@@ -164,7 +163,10 @@ def parse_scheduler(raw: Mapping, path: str, problems: list[str],
     base_dir = base_dir or Path.cwd()
     before = len(problems)
     section = f.Section(raw, path, problems)
-    values = section.read(scheduler_fields(path, problems), also=(PROFILE_KEY,))
+    values = section.read(scheduler_fields(path, problems), also=(PROFILE_KEY, *REMOVED_SCHEDULER_KEYS))
+    for key, why in REMOVED_SCHEDULER_KEYS.items():
+        if key in section.raw:
+            problems.append(f"{path}.{key}: no longer a setting ({why}); remove it (got {shown(section.raw[key])})")
     if PROFILE_KEY in section.raw:
         profile = section.take(PROFILE_KEY, lambda v: _profile(v, base_dir))
         if profile is not None:
@@ -174,7 +176,7 @@ def parse_scheduler(raw: Mapping, path: str, problems: list[str],
             values["scaling"] = profile[0]
             if profile[1] is not None and "startup_estimate" not in section.raw:
                 values["startup_estimate"] = profile[1]
-    failed = {key for key in section.raw if key not in values and key != PROFILE_KEY}
+    failed = {key for key in section.raw if key not in values and key != PROFILE_KEY} - set(REMOVED_SCHEDULER_KEYS)
     kind = values.get("kind", SchedulerSpec.kind)
     for key in () if "kind" in failed else ASHA_ONLY if kind == "hypersched" else HYPERSCHED_ONLY:
         if key in section.raw:

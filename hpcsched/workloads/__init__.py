@@ -32,6 +32,7 @@ class Workload(Protocol):
     """A pool of distinct curves; trial ``i`` of a run replays ``curve(i, its config)``."""
 
     size: int
+    median_step: float  # seconds of a median step of the pool's curves on one atom
 
     def curve(self, index: int, config: Mapping[str, Any] | None = None) -> Curve: ...
 

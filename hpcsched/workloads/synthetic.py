@@ -39,6 +39,7 @@ class SyntheticWorkload:
         self.size = size
         self.noise = noise
         self.step_time = float(step_time)
+        self.median_step = self.step_time
         rng = np.random.default_rng([seed, 4])
         self._b0 = rng.exponential(0.1, size=size)
         self._b1 = rng.uniform(size=size)

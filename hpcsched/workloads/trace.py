@@ -85,6 +85,8 @@ class TraceWorkload:
         self._curves = [_cut(curves[keys[i]], max_steps) for i in order]
         self._curves = [c for c in self._curves if len(c.steps)]
         self.size = len(self._curves)
+        steps = [np.diff(c.work, prepend=0.0) for c in self._curves]
+        self.median_step = float(np.median(np.concatenate(steps))) if steps else 0.0
 
     def curve(self, index: int, config: Mapping[str, Any] | None = None) -> Curve:
         """Curve ``index`` (recorded curves do not depend on the config)."""
