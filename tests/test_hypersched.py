@@ -130,26 +130,27 @@ def test_deadline_entrance_closes_once_a_new_trial_cannot_reach_the_step_the_bes
     entrance = Entrance("deadline", R=100, eta=4, by_step=by_step)
     assert by_step.first_reaching(0.9) == 45 and by_step.first_reaching(0.95) is None
     # 45 steps of 1 s and a 2 s startup: 47 s needed
-    assert entrance.close_reason(_moment(now=52.0), can_speed_up=True) is None  # 48 s left
-    reason = entrance.close_reason(_moment(now=54.0), can_speed_up=True)  # 46 s left
+    assert entrance.close_reason(_moment(now=52.0), can_speed_up=lambda: True) is None  # 48 s left
+    reason = entrance.close_reason(_moment(now=54.0), can_speed_up=lambda: True)  # 46 s left
     assert reason is not None and "before step 45" in reason
-    assert entrance.close_reason(_moment(now=54.0), can_speed_up=False) is None  # growing would not pay
+    assert entrance.close_reason(_moment(now=54.0), can_speed_up=lambda: False) is None  # growing would not pay
     assert entrance.next_time(_moment(now=10.0)) == pytest.approx(100.0 - 47.0)
     # curves that level off early: a trial matched the best at step 5, a newcomer still reaches it
     early = BestByStep()
     early.add(5, 0.9)
     early.add(45, 0.9)
-    assert Entrance("deadline", 100, 4, early).close_reason(_moment(now=90.0), can_speed_up=True) is None
+    assert Entrance("deadline", 100, 4, early).close_reason(_moment(now=90.0), can_speed_up=lambda: True) is None
 
 
 def test_adaptive_entrance_is_the_papers_rule_and_fractions_and_none():
     adaptive = Entrance("adaptive", R=20, eta=4, by_step=BestByStep())
     # T_a = 1, T' = 11: min(R*T_a = 20, eta*T' = 44) = 20
-    assert adaptive.close_reason(Moment(11.0, 0.0, 32.0, 0.5, 1.0, 0.0, 1.0, 11.0), True) is None  # 21 s left
-    assert adaptive.close_reason(Moment(13.0, 0.0, 32.0, 0.5, 1.0, 0.0, 1.0, 13.0), True) is not None  # 19 s
+    assert adaptive.close_reason(Moment(11.0, 0.0, 32.0, 0.5, 1.0, 0.0, 1.0, 11.0), lambda: True) is None  # 21 s left
+    assert adaptive.close_reason(Moment(13.0, 0.0, 32.0, 0.5, 1.0, 0.0, 1.0, 13.0), lambda: True) is not None  # 19 s
     half = Entrance(0.5, R=20, eta=4, by_step=BestByStep())
-    assert half.close_reason(_moment(now=49.9), True) is None and half.close_reason(_moment(now=50.0), True)
-    assert Entrance("none", 20, 4, BestByStep()).close_reason(_moment(now=99.0), True) is None
+    assert half.close_reason(_moment(now=49.9), lambda: True) is None
+    assert half.close_reason(_moment(now=50.0), lambda: True)
+    assert Entrance("none", 20, 4, BestByStep()).close_reason(_moment(now=99.0), lambda: True) is None
 
 
 def test_the_entrance_closes_in_a_run_when_exploring_cannot_win_and_growing_pays():
@@ -367,5 +368,6 @@ def test_a_rung_passed_while_stopping_for_a_resize_is_not_judged_late():
 def test_the_entrance_closes_once_no_new_trial_may_start_and_growing_pays():
     entrance = Entrance("deadline", R=100, eta=4, by_step=BestByStep())
     left = Moment(10.0, 0.0, 100.0, 0.5, 1.0, 0.0, 1.0, 10.0, trials_left=0)
-    assert entrance.close_reason(left, can_speed_up=True) == "no new trial is left to start; the leaders grow instead"
-    assert entrance.close_reason(left, can_speed_up=False) is None
+    reason = entrance.close_reason(left, can_speed_up=lambda: True)
+    assert reason == "no new trial is left to start; the leaders grow instead"
+    assert entrance.close_reason(left, can_speed_up=lambda: False) is None

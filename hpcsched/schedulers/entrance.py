@@ -14,6 +14,8 @@ Scores are normalised: higher is better.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import bisect
 import math
 from dataclasses import dataclass
@@ -70,16 +72,16 @@ class Entrance:
         self.eta = eta
         self.by_step = by_step
 
-    def close_reason(self, m: Moment, can_speed_up: bool) -> str | None:
-        """Why exploring stops now (None: it goes on). ``can_speed_up``: a leader's growth passes the
-        overhead-aware test."""
+    def close_reason(self, m: Moment, can_speed_up: Callable[[], bool]) -> str | None:
+        """Why exploring stops now (None: it goes on). ``can_speed_up()``: a leader's growth passes the
+        overhead-aware test (asked only when the rest holds)."""
         if self.kind == "none":
             return None
         if self.kind == "deadline":
-            if can_speed_up and m.trials_left == 0:
+            if m.trials_left == 0 and can_speed_up():
                 return "no new trial is left to start; the leaders grow instead"
             match = self._first_match(m)
-            if match is None or not can_speed_up or m.time_left >= self._time_to_reach(m, match):
+            if match is None or m.time_left >= self._time_to_reach(m, match) or not can_speed_up():
                 return None
             return (f"a trial started now reaches step {self._reach(m):.0f} by the deadline; none reported the best "
                     f"score before step {match}; the leaders grow instead")

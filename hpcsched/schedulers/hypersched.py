@@ -229,16 +229,11 @@ class HyperSched:
             return None
         planned = planned or {}
         cap = self._cap(situation.total_atoms)
-        chosen, fewest = None, math.inf
-        for trial_id, _ in self.live.ranking.best_first():
-            atoms = planned.get(trial_id, self.live.atoms[trial_id])
-            if trial_id in exclude or atoms >= cap:
-                continue
-            if atoms < fewest:
-                chosen, fewest = trial_id, atoms
-            if self.spec.allocation == "top_job" or atoms == 1:
-                break
-        if chosen is None or self.live.since_launch.get(chosen, 0) < self.spec.resize_cooldown \
+        pick = self.live.best_below(cap, exclude, planned, fewest_first=self.spec.allocation != "top_job")
+        if pick is None:
+            return None
+        chosen, fewest = pick
+        if self.live.since_launch.get(chosen, 0) < self.spec.resize_cooldown \
                 or not self._stepping(chosen, situation.now):
             return None
         grown = allowed_size(int(fewest) + 1, self.spec.allocation_grid)
@@ -260,13 +255,14 @@ class HyperSched:
     def decide(self, situation: Situation) -> list[Decision]:
         out: list[Decision] = []
         if not self.closed:
-            reason = self.entrance.close_reason(self._moment(situation), self.grower(situation) is not None)
+            reason = self.entrance.close_reason(self._moment(situation), lambda: self.grower(situation) is not None)
             if reason is not None:
                 self.closed = True
                 out.append(CloseEntrance(reason))
+        if not self.closed and situation.free_atoms <= 0 and not self._verdicts and not self._promised:
+            return out  # (nothing to explore with, and no one to pause)
         in_time = situation.time_left > self._first_report_in()  # a launch now would still report a step
         can_start = in_time and not self.closed and (situation.trials_left is None or situation.trials_left > 0)
-        grower = self.grower(situation) if self.closed else None
         # a rung pauses a trial only for a new trial or a promotion; after the close, trials leave only to
         # yield their atoms to a leader's growth (below)
         better = can_start or (in_time and not self.closed and self.bracket.best_promotable() is not None)
@@ -300,7 +296,7 @@ class HyperSched:
         for trial_id, new in planned.items():
             current = self.live.atoms[trial_id]
             out.append(ResizeTrial(trial_id, new, f"grow {current}->{new} ({self.spec.allocation})"))
-        if self.closed and free == 0 and grower is not None and not self._swapping:
+        if self.closed and free == 0 and not self._swapping and self.grower(situation) is not None:
             self._yield(situation, out, leaving, set(planned))
         while free > 0 and in_time:  # no atom idles: the best paused trial
             paused = self.bracket.best_paused() or next(iter(self._below_rungs), None)
@@ -332,9 +328,8 @@ class HyperSched:
         atom at once, else the lowest-standing live trial on one atom gives it up (one swap at a time)."""
         self._swapping = {t: p for t, p in self._swapping.items() if t in self.live.stopping}
         while (paused := self.bracket.best_paused()) is not None and paused not in self._swapping.values():
-            lowest = next((t for t, _ in self.live.ranking.worst_first()
-                           if t not in leaving and t not in protected and self.live.atoms[t] == 1
-                           and self.live.since_launch.get(t, 0) > 0), None)
+            lowest = next((t for t, _ in self.live.settled_single.worst_first()
+                           if t not in leaving and t not in protected), None)
             if lowest is not None and self._standing[paused] <= self._standing.get(lowest, NO_STANDING):
                 break
             if free > 0:
@@ -374,13 +369,13 @@ class HyperSched:
         growth pays for; ``uniform``: each leader in turn by one), a victim always standing below its
         leader; a leader already being given atoms, or resized, waits for them."""
         waiting = set(self._yielding.values()) | self._resizing | growing
-        victims = [t for t, _ in self.live.ranking.worst_first()  # (one that has not reported since its
-                   if t not in leaving and t not in waiting and self.live.atoms[t] == 1  # launch keeps its startup)
-                   and self.live.since_launch.get(t, 0) > 0]
+        victims = (t for t, _ in self.live.settled_single.worst_first()  # (one that has not reported since its
+                   if t not in leaving and t not in waiting)  # launch keeps its atom)
+        victim = next(victims, None)
         exclude = set(leaving) | waiting
         if self.spec.allocation == "top_job" and waiting:
             return  # the best is being given atoms already
-        while victims and (leader := self.grower(situation, exclude)) is not None:
+        while victim is not None and (leader := self.grower(situation, exclude)) is not None:
             exclude.add(leader)
             current = self.live.atoms[leader]
             wanted = allowed_size(current + 1, self.spec.allocation_grid)
@@ -389,12 +384,12 @@ class HyperSched:
                         leader, allowed_size(wanted + 1, self.spec.allocation_grid), situation.time_left):
                     wanted = allowed_size(wanted + 1, self.spec.allocation_grid)
             for _ in range(wanted - current):
-                if not victims or self.live.ranking.rank(victims[0]) <= self.live.ranking.rank(leader):
+                if victim is None or self.live.ranking.rank(victim) <= self.live.ranking.rank(leader):
                     return
-                victim = victims.pop(0)
                 out.append(PauseTrial(victim, f"atoms to {leader}"))
                 self._yielding[victim] = leader
                 leaving.add(victim)
                 exclude.add(victim)
+                victim = next(victims, None)
             if self.spec.allocation == "top_job":
                 return

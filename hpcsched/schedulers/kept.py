@@ -60,10 +60,10 @@ class KeptFractions:
         if upper is None or len(rung) < 2:
             return base
         pairs = self._pairs[(level, upper)]
-        version = (len(rung), upper, len(pairs))
         cached = self._cache.get(level)
-        if cached is not None and cached[0] == version:
-            return cached[1]
+        if cached is not None and cached[0][1:] == (upper, len(pairs)) and len(rung) <= cached[0][0] * 1.01:
+            return cached[1]  # (ranks are shares of the rung: 1 % more arrivals barely move them)
+        version = (len(rung), upper, len(pairs))
         count = min(MOST_LEADERS, max(1, int(len(pairs) / self._eta)))
         ranks = []
         for trial_id, _ in pairs.best_first():

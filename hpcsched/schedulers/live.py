@@ -15,8 +15,10 @@ from hpcsched.schedulers.sorted_scores import Ranking, Score
 
 class LiveTrials:
     """Live trials with the atoms each holds (``atoms``; ``total_atoms`` in all), ranked by the policy's
-    key (a score, or a tuple such as HyperSched's standing), with the reports each made since its launch;
-    those holding more than one atom (``grown``) and those asked to shrink (``shrinking``); the trials
+    key (a score, or a tuple such as HyperSched's standing), and ranked among those holding as many
+    atoms (``by_size``; ``settled_single``: those on one atom that reported since their launch), with
+    the reports each made since its launch; those holding more than one atom (``grown``) and those
+    asked to shrink (``shrinking``); the trials
     asked to stop that have not exited (``stopping``: when asked, or last reported since), and of those
     asked to pause or stop (not to resize) the atoms they will free (``freeing``)."""
 
@@ -24,6 +26,8 @@ class LiveTrials:
         self.atoms: dict[str, int] = {}
         self.total_atoms = 0
         self.ranking = Ranking()
+        self.by_size: dict[int, Ranking] = {}
+        self.settled_single = Ranking()
         self.since_launch: dict[str, int] = {}
         self.grown: set[str] = set()
         self.shrinking: set[str] = set()
@@ -32,6 +36,7 @@ class LiveTrials:
 
     def launched(self, trial_id: str, atoms: int, score: Score | None) -> None:
         """``trial_id`` was launched on ``atoms`` atoms (``score``: its ranking key; None if none)."""
+        self.forget(trial_id)
         self.atoms[trial_id] = atoms
         self.total_atoms += atoms
         self.since_launch[trial_id] = 0
@@ -40,11 +45,17 @@ class LiveTrials:
         else:
             self.grown.discard(trial_id)
         self.shrinking.discard(trial_id)
-        self.ranking.set(trial_id, score if score is not None else -math.inf)
+        key = score if score is not None else -math.inf
+        self.ranking.set(trial_id, key)
+        self.by_size.setdefault(atoms, Ranking()).set(trial_id, key)
 
     def scored(self, trial_id: str, score: Score, reports_since_launch: int) -> None:
         """A live trial reported: ``score`` is its ranking key now."""
         self.ranking.set(trial_id, score)
+        if trial_id in self.atoms:
+            self.by_size[self.atoms[trial_id]].set(trial_id, score)
+            if self.atoms[trial_id] == 1 and reports_since_launch > 0:
+                self.settled_single.set(trial_id, score)
         self.since_launch[trial_id] = reports_since_launch
 
     def reported_at(self, trial_id: str, t: float) -> None:
@@ -72,7 +83,33 @@ class LiveTrials:
 
     def forget(self, trial_id: str) -> None:
         """``trial_id`` is no longer live (it may still be stopping)."""
-        self.total_atoms -= self.atoms.pop(trial_id, 0)
+        atoms = self.atoms.pop(trial_id, 0)
+        self.total_atoms -= atoms
+        self.settled_single.discard(trial_id)
+        same = self.by_size.get(atoms)
+        if same is not None:
+            same.discard(trial_id)
+            if not same:
+                del self.by_size[atoms]
         self.since_launch.pop(trial_id, None)
         self.grown.discard(trial_id)
         self.ranking.discard(trial_id)
+
+    def best_below(self, cap: int, exclude: frozenset[str] | set[str], planned: dict[str, int],
+                   fewest_first: bool) -> tuple[str, int] | None:
+        """The best-ranked live trial holding fewer than ``cap`` atoms, none of ``exclude``, with its atoms
+        (``planned``: sizes already promised, counted instead of the held ones); ``fewest_first``: among
+        those holding the fewest atoms."""
+        if not fewest_first:
+            return next(((t, planned.get(t, self.atoms[t])) for t, _ in self.ranking.best_first()
+                         if t not in exclude and planned.get(t, self.atoms[t]) < cap), None)
+        for size in sorted(set(self.by_size) | set(planned.values())):
+            if size >= cap:
+                break
+            same = self.by_size.get(size, Ranking())
+            held = (t for t, _ in same.best_first() if t not in exclude and t not in planned)
+            ranked = [t for t in [next(held, None), *(t for t, n in planned.items() if n == size)]
+                      if t is not None and t not in exclude]
+            if ranked:
+                return min(ranked, key=self.ranking.rank), size
+        return None

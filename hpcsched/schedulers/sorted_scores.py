@@ -60,6 +60,7 @@ class Ranking:
     def __init__(self) -> None:
         self._keys: list[tuple[Score, int, str]] = []
         self._key_of: dict[str, tuple[Score, int, str]] = {}
+        self._score_of: dict[str, Score] = {}
         self._seq = 0
 
     def __len__(self) -> int:
@@ -70,15 +71,19 @@ class Ranking:
 
     def set(self, item: str, score: Score) -> None:
         """Insert or move ``item`` (higher score ranks first; unscored items use -inf)."""
+        if item in self._score_of and self._score_of[item] == score:
+            return  # (where it stands already)
         self.discard(item)
         key = (_negated(score), self._seq, item)
         self._seq += 1
         bisect.insort(self._keys, key)
         self._key_of[item] = key
+        self._score_of[item] = score
 
     def discard(self, item: str) -> None:
         key = self._key_of.pop(item, None)
         if key is not None:
+            del self._score_of[item]
             del self._keys[bisect.bisect_left(self._keys, key)]
 
     def rank(self, item: str) -> int:
@@ -92,10 +97,10 @@ class Ranking:
 
     def best_first(self):
         """(item, score) pairs, best first (a generator; do not mutate while iterating)."""
-        for neg, _, item in self._keys:
-            yield item, _negated(neg)
+        for _, _, item in self._keys:
+            yield item, self._score_of[item]
 
     def worst_first(self):
         """(item, score) pairs, worst first (a generator; do not mutate while iterating)."""
-        for neg, _, item in reversed(self._keys):
-            yield item, _negated(neg)
+        for _, _, item in reversed(self._keys):
+            yield item, self._score_of[item]

@@ -1,0 +1,49 @@
+"""LiveTrials' bookkeeping: the rankings by size that HyperSched's growth and yields read."""
+
+from hpcsched.schedulers.live import LiveTrials
+from hpcsched.schedulers.sorted_scores import Ranking
+
+
+def _live() -> LiveTrials:
+    live = LiveTrials()
+    for trial_id, atoms, score in (("a", 1, 0.9), ("b", 2, 0.95), ("c", 1, 0.5), ("d", 1, 0.7)):
+        live.launched(trial_id, atoms, None)
+        live.scored(trial_id, score, reports_since_launch=1 if trial_id != "d" else 0)
+    return live
+
+
+def test_best_below_takes_the_fewest_atoms_first_then_the_best() -> None:
+    live = _live()
+    assert live.best_below(cap=8, exclude=set(), planned={}, fewest_first=True) == ("a", 1)
+    assert live.best_below(cap=8, exclude={"a"}, planned={}, fewest_first=True) == ("d", 1)
+    # a promised growth counts: "a" is planned at 2 atoms, "b" stands higher among those on 2
+    assert live.best_below(cap=8, exclude=set(), planned={"a": 2, "d": 2, "c": 2}, fewest_first=True) == ("b", 2)
+    assert live.best_below(cap=2, exclude=set(), planned={"a": 2, "d": 2, "c": 2}, fewest_first=True) is None
+    # top_job: the best-standing below the cap, whatever it holds
+    assert live.best_below(cap=8, exclude=set(), planned={}, fewest_first=False) == ("b", 2)
+    assert live.best_below(cap=2, exclude=set(), planned={}, fewest_first=False) == ("a", 1)
+
+
+def test_settled_single_holds_one_atom_trials_that_reported_since_launch() -> None:
+    live = _live()
+    assert [t for t, _ in live.settled_single.worst_first()] == ["c", "a"]  # "d" has not reported
+    live.launched("a", 2, 0.9)  # relaunched bigger: no longer on one atom, nor counted twice
+    assert [t for t, _ in live.settled_single.worst_first()] == ["c"]
+    assert sorted(live.by_size) == [1, 2] and [t for t, _ in live.by_size[2].best_first()] == ["b", "a"]
+    assert live.total_atoms == 2 + 1 + 1 + 2
+    live.stop_requested("b", 5.0, resize=False, shrink=False)
+    assert [t for t, _ in live.by_size[2].best_first()] == ["a"]
+    live.exited("a")
+    assert 2 not in live.by_size and live.total_atoms == 2
+
+
+def test_ranking_keeps_scores_and_order() -> None:
+    ranking = Ranking()
+    ranking.set("x", (1.0, 0.5))
+    ranking.set("y", (1.0, 0.7))
+    ranking.set("z", (0.0, 0.9))
+    assert list(ranking.best_first()) == [("y", (1.0, 0.7)), ("x", (1.0, 0.5)), ("z", (0.0, 0.9))]
+    ranking.set("z", (2.0, 0.1))
+    assert ranking.best() == "z" and ranking.worst() == "x" and ranking.rank("y") == 1
+    ranking.discard("z")
+    assert [t for t, _ in ranking.worst_first()] == ["x", "y"] and "z" not in ranking
