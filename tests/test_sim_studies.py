@@ -146,6 +146,10 @@ def test_bench_starts_every_trial_it_asks_for():
     for kind in ("asha", "hypersched"):
         result = bench.bench(kind, trials=60, atoms=16, repeat=1)
         assert result.started == 60 and result.events > 60 * 4 and result.us_per_event > 0
+    runs = [bench.BenchResult("asha", 10, 4, 10, 100, 2.0), bench.BenchResult("hypersched", 10, 4, 10, 300, 5.0),
+            bench.BenchResult("asha", 100, 4, 100, 900, 4.0)]
+    assert bench.wall_ratios(runs) == [(10, 2.5)]  # (100 trials: no HyperSched run to compare)
+    assert "hypersched / asha wall time at 10 trials = **2.50**" in bench.markdown(runs, "cmd")
 
 
 # ---------------------------------------------------------------- performance fixes keep behaviour

@@ -116,6 +116,8 @@ def markdown(results: list[BenchResult], command: str) -> str:
     lines.append("")
     for kind, ratio, small, large in cost_ratios(results):
         lines.append(f"- {kind}: per-record cost at {large:,} trials / at {small:,} trials = **{ratio:.2f}**")
+    for trials, ratio in wall_ratios(results):
+        lines.append(f"- hypersched / asha wall time at {trials:,} trials = **{ratio:.2f}**")
     return "\n".join(lines) + "\n"
 
 
@@ -127,6 +129,14 @@ def cost_ratios(results: list[BenchResult]) -> list[tuple[str, float, int, int]]
         for run in runs[1:]:
             out.append((kind, run.us_per_event / runs[0].us_per_event, runs[0].trials, run.trials))
     return out
+
+
+def wall_ratios(results: list[BenchResult]) -> list[tuple[int, float]]:
+    """(N, HyperSched's wall seconds / ASHA's) at each N that both ran."""
+    walls = {(r.kind, r.trials): r.wall_s for r in results}
+    return [(trials, walls[("hypersched", trials)] / walls[("asha", trials)])
+            for trials in sorted({r.trials for r in results})
+            if ("hypersched", trials) in walls and ("asha", trials) in walls]
 
 
 def profile(kind: str, trials: int, atoms: int, deadline: float, top: int) -> None:
@@ -166,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r.events_per_s:>10.0f} {r.us_per_event:>10.1f}", flush=True)
     for kind, ratio, small, large in cost_ratios(results):
         print(f"{kind}: per-record cost {large} vs {small} trials: x{ratio:.2f}")
+    for trials, ratio in wall_ratios(results):
+        print(f"hypersched / asha wall time at {trials} trials: x{ratio:.2f}")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         shown = " ".join(["tools/bench_sim.py", "--trials", *map(str, sorted(args.trials)), "--atoms",

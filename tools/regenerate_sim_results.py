@@ -386,11 +386,12 @@ def scale_section(out: Path) -> str:
     where = out.resolve().relative_to(REPO) if out.resolve().is_relative_to(REPO) else "<output dir>"
     body = (out / "scale.md").read_text().strip() if (out / "scale.md").exists() else \
         f"Not measured yet: run `python tools/bench_sim.py --out {where}/scale.md`, then this tool again."
-    intro = ("The real controller loop with the simulated executor on 1,024 atoms at growing trial counts N "
-             "(synthetic curves, r = 1, R = 50, eta = 4, max_trials = N, a 30 s virtual deadline; every run starts "
-             "all N trials). The cost per journal record should stay flat: a cost linear in the number of trials "
-             "would grow tenfold from 1,000 to 10,000 trials. Written by `tools/bench_sim.py` to `scale.md` and "
-             "copied here; wall-clock figures, unlike everything above, vary from run to run.")
+    intro = ("The real controller loop with the simulated executor at growing trial counts N (the atoms as the "
+             "command says; synthetic curves, r = 1, R = 50, eta = 4, max_trials = N, a 30 s virtual deadline; every "
+             "run starts all N trials). The cost per journal record should stay flat: a cost linear in the number "
+             "of trials would grow tenfold from 1,000 to 10,000 trials. HyperSched writes more records than ASHA "
+             "where it trains on the atoms that ASHA leaves idle. Written by `tools/bench_sim.py` to `scale.md` "
+             "and copied here; wall-clock figures, unlike everything above, vary from run to run.")
     return f"## Scale\n\n{intro}\n\n{body}\n"
 
 
