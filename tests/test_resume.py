@@ -77,7 +77,8 @@ def test_sigkill_then_resume(tmp_path, kill_after_records):
 
 
 def test_interrupt_then_resume_relaunches_what_was_running(tmp_path):
-    spec = write_spec(tmp_path, deadline="30s", scheduler={"r": 5000, "R": 10000},
+    # (allocation none: both trials hold one atom each when the interrupt comes, none is mid-resize)
+    spec = write_spec(tmp_path, deadline="30s", scheduler={"r": 5000, "R": 10000, "allocation": "none"},
                       space={"quality": {"grid": [0.9, 0.5]}, "step_time": 0.1})
     run = tmp_path / "run"
     controller = start("run", str(spec), "--run-dir", str(run))

@@ -45,8 +45,10 @@ def _ranks(run: Path, trial: str, launch: str) -> list[dict]:
 
 
 def test_sbatch_template_runs_a_search_with_pauses_promotions_and_resizes(tmp_path):
-    spec = write_spec(tmp_path, deadline="75s", max_trials=6, **GPU_TOY,
-                      space={"quality": {"grid": [0.9, 0.7, 0.5, 0.3, 0.2, 0.1]}, "step_time": 0.3},
+    # (more trials than the 8 atoms: a rung pauses a trial only when a new trial takes its atom)
+    spec = write_spec(tmp_path, deadline="75s", max_trials=12, **GPU_TOY,
+                      space={"quality": {"grid": [0.9, 0.7, 0.5, 0.3, 0.2, 0.1, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65]},
+                             "step_time": 0.3},
                       scheduler={"R": 24, "allocation": "top_job"},
                       controller={"poll_interval": 0.2, "stop_margin": 5, "stop_grace": 15})
     run = tmp_path / "run"
@@ -130,7 +132,7 @@ def test_a_rank_that_aborts_in_a_distributed_step_errors_its_trial_with_that_ran
                       scheduler={"kind": "asha", "r": 2, "R": 12, "eta": 2, "atoms_per_trial": 2},
                       controller={"poll_interval": 0.2, "stop_margin": 5, "stop_grace": 15})
     document = yaml.safe_load(spec.read_text())
-    del document["scheduler"]["resize_cooldown"]  # HyperSched's own key, in write_spec's defaults
+    document["scheduler"].pop("resize_cooldown", None)  # HyperSched's own key (write_spec drops it for asha)
     spec.write_text(yaml.safe_dump(document))
     run = tmp_path / "run"
     job = sbatch(spec, run, "abort", "--time=5")
