@@ -296,7 +296,7 @@ class HyperSched:
         for trial_id, new in planned.items():
             current = self.live.atoms[trial_id]
             out.append(ResizeTrial(trial_id, new, f"grow {current}->{new} ({self.spec.allocation})"))
-        if self.closed and free == 0 and not self._swapping and self.grower(situation) is not None:
+        if self.closed and free == 0 and not self._swapping:
             self._yield(situation, out, leaving, set(planned))
         while free > 0 and in_time:  # no atom idles: the best paused trial
             paused = self.bracket.best_paused() or next(iter(self._below_rungs), None)
