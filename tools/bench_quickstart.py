@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
-from results_page import publish  # noqa: E402
+from results_page import commit, publish  # noqa: E402
 
 SPEC = REPO / "experiments" / "quickstart" / "quickstart.yaml"
 OUT = REPO / "docs" / "results" / "quickstart-bench.md"
@@ -81,14 +81,6 @@ def run_once(spec: Path, run_dir: Path, log: Path) -> float:
 
 def spinners(count: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(count)]
-
-
-def commit() -> str:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + (" + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def render(outcomes: list[Outcome], args: argparse.Namespace, loads: tuple[tuple[float, ...], tuple[float, ...]],

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def publish(text: str, out: Path) -> None:
@@ -11,3 +14,12 @@ def publish(text: str, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(f"wrote {out}")
+
+
+def commit() -> str:
+    """The commit a page is measured on (short hash; "+ uncommitted changes" where tracked files differ)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + (" + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
