@@ -88,10 +88,11 @@ def typical_startup(startup: float | tuple[float, ...]) -> float:
 
 class IdleAtoms:
     """Atom-seconds with no trial on them (running, launching or stopping) while some trial could take
-    them (a new one of the pool's ``trials``, or a paused one), before ``horizon``: fed every record
-    after the state applied it (``build_controller``'s ``on_record``)."""
+    them (a new one of the pool's ``trials``, or a paused one), before ``horizon`` (``simulate_run`` sets
+    both from the workload): fed every record after the state applied it (``build_controller``'s
+    ``on_record``)."""
 
-    def __init__(self, horizon: float, trials: int | None = None):
+    def __init__(self, horizon: float = math.inf, trials: int | None = None):
         self.horizon = horizon
         self.trials = trials
         self.seconds = 0.0
@@ -170,7 +171,7 @@ def _run_task(task: SimTask, traces: dict | None = None) -> dict[str, Any]:
     spec = task.spec
     if task.event_log is not None:
         task.event_log.parent.mkdir(parents=True, exist_ok=True)
-    idle = IdleAtoms(horizon=spec.deadline)
+    idle = IdleAtoms()
     state, workload = simulate_run(spec, task.variant, task.seed, task.event_log, traces, idle=idle)
     w = spec.workload
     oracle = oracle_score(workload, atoms=spec.resources.atoms, deadline=spec.deadline,

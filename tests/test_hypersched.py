@@ -229,16 +229,20 @@ def _rungs(levels: int, eta: float = 4) -> list[Rung]:
     return [Rung(m, eta, level) for level, m in enumerate((1, 4, 16, 64)[:levels])]
 
 
+def _arrive(rungs: list[Rung], kept: KeptFractions, level: int, scores: dict[str, float]) -> None:
+    """Record each trial's score at rung ``level`` and tell the kept fractions."""
+    for trial_id, score in scores.items():
+        rungs[level].record(trial_id, score)
+        kept.recorded(trial_id, level)
+
+
 def test_kept_fraction_is_successive_halvings_until_later_rungs_show_where_the_leaders_ranked():
     rungs = _rungs(3)
     kept = KeptFractions(3, 4, lambda level: rungs[level])
-    for i in range(40):  # trial i ranks i-th at rung 0
-        rungs[0].record(f"t{i}", 1.0 - i / 100)
-        kept.recorded(f"t{i}", 0)
+    _arrive(rungs, kept, 0, {f"t{i}": 1.0 - i / 100 for i in range(40)})  # trial i ranks i-th at rung 0
     assert kept.keep(0) == 0.25 and kept.keep(2) == 0.25  # no later evidence; the top rung keeps 1/eta
-    for i in range(8):  # the best eight at rung 0 reach rung 1 in the same order: leaders from the top
-        rungs[1].record(f"t{i}", 0.5 - i / 100)
-        kept.recorded(f"t{i}", 1)
+    # the best eight at rung 0 reach rung 1 in the same order: leaders from the top
+    _arrive(rungs, kept, 1, {f"t{i}": 0.5 - i / 100 for i in range(8)})
     assert kept.keep(0) == 0.25
     assert kept.quantile(0) == pytest.approx(0.75)
 
@@ -246,33 +250,24 @@ def test_kept_fraction_is_successive_halvings_until_later_rungs_show_where_the_l
 def test_leaders_spread_across_the_kept_band_widen_it():
     rungs = _rungs(3)
     kept = KeptFractions(3, 4, lambda level: rungs[level])
-    for i in range(40):
-        rungs[0].record(f"t{i}", 1.0 - i / 100)
-        kept.recorded(f"t{i}", 0)
-    for i in range(8):  # the eight promoted from rung 0 arrive at rung 2 in the reverse order
-        rungs[2].record(f"t{i}", 0.1 + i / 100)
-        kept.recorded(f"t{i}", 2)
+    _arrive(rungs, kept, 0, {f"t{i}": 1.0 - i / 100 for i in range(40)})
+    # the eight promoted from rung 0 arrive at rung 2 in the reverse order
+    _arrive(rungs, kept, 2, {f"t{i}": 0.1 + i / 100 for i in range(8)})
     # the leaders at rung 2 (the best quarter: t7, t6) ranked 7th and 6th of 40 at rung 0
     assert kept.keep(0) == pytest.approx(3 * (6.5 / 40))
-    for i in range(8, 40, 4):  # later evidence from further down the rung: the band widens to all
-        rungs[2].record(f"t{i}", 0.5 + i / 100)
-        kept.recorded(f"t{i}", 2)
+    # later evidence from further down the rung: the band widens to all
+    _arrive(rungs, kept, 2, {f"t{i}": 0.5 + i / 100 for i in range(8, 40, 4)})
     assert kept.keep(0) == 1.0
 
 
 def test_the_furthest_rung_with_enough_arrivals_is_the_evidence():
     rungs = _rungs(3)
     kept = KeptFractions(3, 4, lambda level: rungs[level])
-    for i in range(16):
-        rungs[0].record(f"t{i}", 1.0 - i / 100)
-        kept.recorded(f"t{i}", 0)
-    for i in range(4):  # rung 1 agrees with rung 0 ...
-        rungs[1].record(f"t{i}", 0.9 - i / 100)
-        kept.recorded(f"t{i}", 1)
+    _arrive(rungs, kept, 0, {f"t{i}": 1.0 - i / 100 for i in range(16)})
+    _arrive(rungs, kept, 1, {f"t{i}": 0.9 - i / 100 for i in range(4)})  # rung 1 agrees with rung 0 ...
     assert kept.keep(0) == 0.25
-    for i in range(4):  # ... rung 2 does not: it is further, and has four arrivals
-        rungs[2].record(f"t{i}", 0.5 + i / 100)
-        kept.recorded(f"t{i}", 2)
+    # ... rung 2 does not: it is further, and has four arrivals
+    _arrive(rungs, kept, 2, {f"t{i}": 0.5 + i / 100 for i in range(4)})
     assert kept.keep(0) == pytest.approx(3 * 3 / 16)
 
 

@@ -14,21 +14,23 @@ Scores are normalised: higher is better.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import bisect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
 class BestByStep:
-    """The best score any trial reported at each step, and the first step any trial reached a score."""
+    """The best score any trial reported at each step (``best``: over all steps, -inf before any), and
+    the first step any trial reached a score."""
 
     def __init__(self) -> None:
         self._steps: list[int] = []  # the steps reported at, ascending
         self._best: dict[int, float] = {}
+        self.best = -math.inf
 
     def add(self, step: int, score: float) -> None:
+        self.best = max(self.best, score)
         known = self._best.get(step)
         if known is None:
             bisect.insort(self._steps, step)

@@ -61,7 +61,6 @@ class HyperSched:
         self.live = LiveTrials()  # ranked by standing
         self.pace = Pace(spec.startup_quantile, spec.scaling)
         self.closed = False
-        self._best = -math.inf
         self._verdicts: dict[str, PauseTrial | StopTrial] = {}  # on a live trial's own report
         self._pause_rung: dict[str, Rung] = {}
         self._standing: dict[str, tuple[float, float]] = {}  # (highest rung level recorded, score there)
@@ -105,7 +104,6 @@ class HyperSched:
         if trial is not None:
             self.pace.add_report(record.trial, trial.run_time, trial.atoms, trial.step_time)
         score = self.sign * record.score
-        self._best = max(self._best, score)
         self.by_step.add(record.step, score)
         self._steps[record.trial] = max(record.step, self._steps.get(record.trial, 0))
         self._last_report[record.trial] = record.t
@@ -151,11 +149,10 @@ class HyperSched:
         if asked is not None:
             self.pace.add_stop(record.t - asked)
         self._verdicts.pop(record.trial, None)
-        if trial is None or trial.status != TrialStatus.PAUSED:
-            self._resizing.discard(record.trial)  # a resize that ended the trial instead
         rung = self._pause_rung.pop(record.trial, None)
-        if trial is None or trial.status != TrialStatus.PAUSED:
-            self.pace.forget(record.trial)  # done: completed, stopped, errored
+        if trial is None or trial.status != TrialStatus.PAUSED:  # done: completed, stopped, errored
+            self._resizing.discard(record.trial)  # (a resize that ended the trial instead)
+            self.pace.forget(record.trial)
             return
         level = int(self._standing.get(record.trial, NO_STANDING)[0])
         if rung is None and level >= 0 and record.trial not in self.bracket.paused_at:
@@ -186,7 +183,7 @@ class HyperSched:
         return (self.pace.stop() or 0.0) + self.startup_estimate
 
     def _moment(self, situation: Situation) -> Moment:
-        return Moment(situation.now, situation.started_at, situation.deadline, self._best,
+        return Moment(situation.now, situation.started_at, situation.deadline, self.by_step.best,
                       self.pace.run_step_time(), self.startup_estimate, self.scaling.rate(1), self.pace.longest_run,
                       situation.trials_left)
 

@@ -18,9 +18,9 @@ class LiveTrials:
     key (a score, or a tuple such as HyperSched's standing), and ranked among those holding as many
     atoms (``by_size``; ``settled_single``: those on one atom that reported since their launch), with
     the reports each made since its launch; those holding more than one atom (``grown``) and those
-    asked to shrink (``shrinking``); the trials
-    asked to stop that have not exited (``stopping``: when asked, or last reported since), and of those
-    asked to pause or stop (not to resize) the atoms they will free (``freeing``)."""
+    asked to shrink (``shrinking``); the trials asked to stop that have not exited (``stopping``: when
+    asked, or last reported since), and of those asked to pause or stop (not to resize) the atoms they
+    will free (``freeing``)."""
 
     def __init__(self) -> None:
         self.atoms: dict[str, int] = {}

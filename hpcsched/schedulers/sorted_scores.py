@@ -92,9 +92,6 @@ class Ranking:
     def best(self) -> str | None:
         return self._keys[0][2] if self._keys else None
 
-    def worst(self) -> str | None:
-        return self._keys[-1][2] if self._keys else None
-
     def best_first(self):
         """(item, score) pairs, best first (a generator; do not mutate while iterating)."""
         for _, _, item in self._keys:
