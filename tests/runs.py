@@ -100,27 +100,49 @@ def first_resize(recs):
 
 
 def pause_lags(recs) -> list[tuple[str, str, int, int, int]]:
-    """For every pause: (trial, reason, the step it had reported when the pause was decided, the
-    step it exited at, reports it wrote after the decision)."""
+    """For every pause: (trial, reason, the step the trial had reported when the pause was decided, the
+    step it exited at, reports it wrote after the decision).
+
+    Measured on the trial's own clock (a report's ``t`` is when the trial wrote it): a report written
+    just before the stop request but read by the controller after it was not trained after the decision."""
     from hpcsched.records import Exited, Launched, Reported, StopRequested
 
-    last: dict[str, int] = {}
-    pending: dict[str, tuple[str, int, int]] = {}
+    from_step: dict[str, int] = {}
+    launch_reports: dict[str, list] = {}
+    pending: dict[str, StopRequested] = {}
     out = []
     for r in recs:
         if isinstance(r, Launched):
-            last[r.trial] = r.from_step
+            from_step[r.trial], launch_reports[r.trial] = r.from_step, []
         elif isinstance(r, Reported):
-            last[r.trial] = r.step
-            if r.trial in pending:
-                reason, decided, after = pending[r.trial]
-                pending[r.trial] = (reason, decided, after + 1)
+            launch_reports.setdefault(r.trial, []).append(r)
         elif isinstance(r, StopRequested) and r.intent == "pause":
-            pending[r.trial] = (r.reason, last.get(r.trial, 0), 0)
+            pending[r.trial] = r
         elif isinstance(r, Exited) and r.trial in pending:
-            reason, decided, after = pending.pop(r.trial)
-            out.append((r.trial, reason, decided, r.step, after))
+            stop = pending.pop(r.trial)
+            reports = launch_reports.get(r.trial, [])
+            decided = max([x.step for x in reports if x.t <= stop.t], default=from_step.get(r.trial, 0))
+            after = sum(1 for x in reports if x.t > stop.t)
+            out.append((r.trial, stop.reason, decided, r.step, after))
     return out
+
+
+def paused_at(recs, t: float) -> set[str]:
+    """The trials that were paused (checkpointed on a pause request, not relaunched yet) at time ``t``."""
+    from hpcsched.records import Exited, Launched, StopRequested
+
+    intent: dict[str, str] = {}
+    paused: set[str] = set()
+    for r in recs:
+        if r.t > t:
+            continue
+        if isinstance(r, StopRequested):
+            intent[r.trial] = r.intent
+        elif isinstance(r, Exited) and r.outcome == "checkpointed" and intent.get(r.trial) == "pause":
+            paused.add(r.trial)
+        elif isinstance(r, Launched):
+            paused.discard(r.trial)
+    return paused
 
 
 def assert_framework_trial_resumed_where_it_stopped(recs, metric: str, global_step: str, batches: int) -> list:
