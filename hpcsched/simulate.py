@@ -29,6 +29,7 @@ from hpcsched.spec import Experiment, Spec, Variant
 from hpcsched.state import RunState, TrialStatus
 from hpcsched.workloads import Workload, oracle_score
 from hpcsched.workloads.synthetic import CURVE_PARAMETERS, SyntheticWorkload
+from hpcsched.workloads.configs import ConfigTraceWorkload, derive_space, load_configs
 from hpcsched.workloads.trace import TraceWorkload, load_trace
 
 STARTUP_STREAM = 7  # the seeded stream a simulated run draws its startups from (a list in the workload)
@@ -68,6 +69,11 @@ def build_workload(spec: Spec, seed: int, max_steps: int, traces: dict) -> Workl
     key = (w.path, w.step_time)
     if key not in traces:
         traces[key] = load_trace(w.path, w.step_time)
+    if w.configs is not None:
+        if w.configs not in traces:
+            traces[w.configs] = load_configs(w.configs)
+        space = spec.space or derive_space(traces[w.configs])
+        return ConfigTraceWorkload(traces[key], traces[w.configs], space, seed=seed, max_steps=max_steps)
     return TraceWorkload(traces[key], seed=seed, max_steps=max_steps)
 
 
@@ -151,7 +157,8 @@ def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None
 
 
 class _CurveNaming:
-    """The spec's sampler, with the key of the curve the trial replays added to its configuration."""
+    """The spec's sampler, with the key of the curve the trial replays added to its configuration
+    (and, where a configurations table says, the configuration that curve was recorded with)."""
 
     def __init__(self, sampler: ConfigSampler, executor: SimExecutor):
         self.sampler = sampler
@@ -160,8 +167,8 @@ class _CurveNaming:
 
     def config(self, index: int) -> dict[str, Any]:
         config = self.sampler.config(index)
-        config["curve"] = self.executor.curve(index, config).key
-        return config
+        curve = self.executor.curve(index, config)
+        return {**config, **(curve.config or {}), "curve": curve.key}
 
     def observe(self, record: Record) -> None:
         self.sampler.observe(record)

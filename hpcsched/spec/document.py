@@ -17,7 +17,7 @@ import yaml
 
 from hpcsched.errors import SpecError, shown
 from hpcsched.samplers import SamplerSpec
-from hpcsched.space import parse_space
+from hpcsched.space import Space, parse_space
 from hpcsched.spec import fields as f
 from hpcsched.spec.model import (MAX_MATRIX_CELLS, MAX_SPEC_BYTES, MAX_SPEC_VALUES, Cell, ControllerSpec, Experiment,
                                  MetricSpec, ResourcesSpec, Spec, Variant)
@@ -121,8 +121,8 @@ def parse_experiment(raw: Any, source: Path | None = None) -> Experiment:
     problems: list[str] = []
     matrix = _parse_matrix(raw.get("matrix"), problems)
     base_raw = {k: v for k, v in raw.items() if k != "matrix"}
-    checked_traces: dict[tuple[Path, bool], str | None] = {}
-    spec = _parse_spec(base_raw, source, problems, checked_traces)
+    checked_files: dict[tuple, str | None] = {}
+    spec = _parse_spec(base_raw, source, problems, checked_files)
     cells: list[Cell] = []
     n_cells = math.prod(len(values) for _, values in matrix)
     if n_cells > MAX_MATRIX_CELLS:
@@ -135,7 +135,7 @@ def parse_experiment(raw: Any, source: Path | None = None) -> Experiment:
             labels = [_assign(cell_raw, key, value) for key, value in zip(keys, values)]
             cell_problems: list[str] = []
             label = ", ".join(f"{k}={shown(v)}" for k, v in zip(keys, labels))
-            cell_spec = _parse_spec(cell_raw, source, cell_problems, checked_traces)
+            cell_spec = _parse_spec(cell_raw, source, cell_problems, checked_files)
             problems.extend(f"matrix cell ({label}): {p}" for p in cell_problems)
             if cell_spec is not None:
                 cells.append(Cell(tuple(zip(keys, labels)), cell_spec))
@@ -147,7 +147,7 @@ def parse_experiment(raw: Any, source: Path | None = None) -> Experiment:
 
 
 def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
-                checked_traces: dict[tuple[Path, bool], str | None]) -> Spec | None:
+                checked_files: dict[tuple, str | None]) -> Spec | None:
     before = len(problems)
     top = f.Section(raw, "", problems)
     name = top.take("name", f.run_name, default=f.default_name(source))
@@ -162,7 +162,7 @@ def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
     max_trials = top.take("max_trials", f.optional(f.int_at_least(1)), default=None)
     seed = top.take("seed", f.int_at_least(0), default=0)
     base_dir = source.parent if source else Path.cwd()
-    workload = top.take("workload", lambda v: parse_workload(v, base_dir, problems, checked_traces), default=None)
+    workload = top.take("workload", lambda v: parse_workload(v, base_dir, problems, checked_files), default=None)
     controller = top.take("controller", lambda v: parse_controller(v, problems), default=ControllerSpec())
     variants_raw = top.take("variants", f.list_of_mappings, default=None)
     top.take("matrix", lambda v: v, default=None)
@@ -177,8 +177,10 @@ def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
         problems.append("trainable: required (or a workload: section for simulation)")
     if trainable is not None and space is None and "space" not in raw:
         problems.append("space: required for a trainable (the search space to explore)")
+    if workload is not None and workload.configs is not None and (space is not None or "space" not in raw):
+        space = _space_of_configs(workload.configs, space, problems)
     if isinstance(sampler, SamplerSpec):
-        check_sampler(sampler, space, "space" in raw, problems)
+        check_sampler(sampler, space, "space" in raw or space is not None, problems)
     if workload is not None and workload.kind == "synthetic" and isinstance(metric, MetricSpec) \
             and metric.mode != "max":
         problems.append(f"metric.mode: synthetic curves are scores to maximise, got {shown(metric.mode)}")
@@ -192,6 +194,18 @@ def _parse_spec(raw: Mapping, source: Path | None, problems: list[str],
                 variants=tuple(variants), space=space, sampler=sampler, trainable=trainable, deadline=deadline,
                 max_trials=max_trials, seed=seed, workload=workload, controller=controller, source=source,
                 raw=raw)
+
+
+def _space_of_configs(configs: Path, space: Space | None, problems: list[str]) -> Space | None:
+    """The space a configurations table's trials were drawn from: the spec's, checked against the
+    table, or (without a space: section) derived from it."""
+    from hpcsched.workloads.configs import derive_space, load_configs, space_problems
+
+    table = load_configs(configs)  # checked with the workload section
+    if space is None:
+        return derive_space(table)
+    problems.extend(space_problems(space, table, "workload.configs"))
+    return space
 
 
 def _parse_matrix(raw: object, problems: list[str]) -> list[tuple[str, list]]:

@@ -110,6 +110,7 @@ class WorkloadSpec:
 
     kind: str = "synthetic"
     path: Path | None = None
+    configs: Path | None = None  # trace: each recorded trial's configuration (workloads.configs)
     step_time: float = 0.1  # seconds per step on one atom (a trace's time column overrides)
     # seconds per start, resume or resize; a list: each launch draws one (seeded by the run's seed)
     startup: float | tuple[float, ...] = 0.0

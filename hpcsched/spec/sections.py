@@ -80,7 +80,7 @@ def workload_fields(problems: list[str]) -> Table:
             "startup": f.durations, "step_overhead": f.duration,
             "stop_latency": f.duration,
             "scaling": lambda v: f.scaling(v, "workload.scaling", problems), "trials": f.int_at_least(1),
-            "noise": f.number_at_least(0)}
+            "noise": f.number_at_least(0), "configs": f.string}
 
 
 def parse_metric(raw: object, problems: list[str]) -> MetricSpec:
@@ -224,28 +224,50 @@ def parse_variants(raw: list | None, base_raw: Mapping, base: SchedulerSpec | No
 
 
 def parse_workload(raw: object, base_dir: Path, problems: list[str],
-                   checked_traces: dict[tuple[Path, bool], str | None]) -> WorkloadSpec | None:
+                   checked_files: dict[tuple, str | None]) -> WorkloadSpec | None:
+    """The workload section; ``checked_files`` caches the checks of its files across a matrix's cells."""
     before = len(problems)
     section = f.Section(raw, "workload", problems)
     values = section.read(workload_fields(problems))
-    kind, path = values.get("kind", WorkloadSpec.kind), values.pop("path", None)
+    kind, path, configs = values.get("kind", WorkloadSpec.kind), values.pop("path", None), values.pop("configs", None)
     if kind == "trace":
         if path is None:
             if "path" not in section.raw:
                 problems.append("workload.path: required for a trace workload")
         else:
-            resolved = (base_dir / path) if not Path(path).is_absolute() else Path(path)
+            resolved = _resolved(path, base_dir)
             from hpcsched.workloads.trace import check_trace_file
 
-            key = (resolved, "step_time" not in values)
-            if key not in checked_traces:
-                checked_traces[key] = check_trace_file(resolved, needs_time="step_time" not in values)
-            problem = checked_traces[key]
+            key = ("trace", resolved, "step_time" not in values)
+            if key not in checked_files:
+                checked_files[key] = check_trace_file(resolved, needs_time="step_time" not in values)
+            problem = checked_files[key]
             if problem:
                 problems.append(f"workload.path: {problem} ({shown(str(resolved))})")
             values["path"] = resolved
-    elif path is not None:
-        problems.append(f"workload.path: only for kind 'trace', got {shown(path)}")
+            if configs is not None and not problem:
+                values["configs"] = _checked_configs(_resolved(configs, base_dir), resolved, problems, checked_files)
+    else:
+        if path is not None:
+            problems.append(f"workload.path: only for kind 'trace', got {shown(path)}")
+        if configs is not None:
+            problems.append(f"workload.configs: only for kind 'trace', got {shown(configs)}")
     if len(problems) != before:
         return None
     return WorkloadSpec(**values)
+
+
+def _resolved(path: str, base_dir: Path) -> Path:
+    return (base_dir / path) if not Path(path).is_absolute() else Path(path)
+
+
+def _checked_configs(configs: Path, trace: Path, problems: list[str], checked_files: dict[tuple, str | None]) -> Path:
+    from hpcsched.workloads.configs import check_configs, trace_trials
+
+    key = ("configs", configs, trace)
+    if key not in checked_files:
+        checked_files[key] = check_configs(configs, trace_trials(trace))
+    problem = checked_files[key]
+    if problem:
+        problems.append(f"workload.configs: {problem} ({shown(str(configs))})")
+    return configs

@@ -13,12 +13,14 @@ from hpcsched.scaling import Scaling
 
 @dataclass(frozen=True)
 class Curve:
-    """A trial's reports: at ``steps[i]`` it reports ``scores[i]``, after ``work[i]`` one-atom seconds."""
+    """A trial's reports: at ``steps[i]`` it reports ``scores[i]``, after ``work[i]`` one-atom seconds;
+    ``config``: the recorded configuration it was trained with, where a table says (workloads.configs)."""
 
     key: str
     steps: np.ndarray
     scores: np.ndarray
     work: np.ndarray
+    config: Mapping[str, Any] | None = None
 
     def best_within(self, work_budget: float, mode: str) -> float | None:
         """Best score among reports reachable with ``work_budget`` one-atom seconds."""

@@ -95,4 +95,4 @@ class TraceWorkload:
 
 def _cut(curve: Curve, max_steps: int) -> Curve:
     n = int(np.searchsorted(curve.steps, max_steps, side="right"))
-    return Curve(curve.key, curve.steps[:n], curve.scores[:n], curve.work[:n])
+    return Curve(curve.key, curve.steps[:n], curve.scores[:n], curve.work[:n], curve.config)
