@@ -158,7 +158,8 @@ def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None
 
 class _CurveNaming:
     """The spec's sampler, with the key of the curve the trial replays added to its configuration
-    (and, where a configurations table says, the configuration that curve was recorded with)."""
+    (and, where a configurations table says, the configuration that curve was recorded with; a sampler
+    that can ``choose`` picks among the table's unused configurations)."""
 
     def __init__(self, sampler: ConfigSampler, executor: SimExecutor):
         self.sampler = sampler
@@ -166,7 +167,13 @@ class _CurveNaming:
         self.capacity = sampler.capacity
 
     def config(self, index: int) -> dict[str, Any]:
-        config = self.sampler.config(index)
+        choose = getattr(self.sampler, "choose", None)
+        pool = getattr(self.executor.workload, "unused_configs", None)
+        if choose is not None and pool is not None:  # the sampler picks among the recorded configurations
+            candidates = pool()
+            config = dict(candidates[choose(index, candidates)])
+        else:
+            config = self.sampler.config(index)
         curve = self.executor.curve(index, config)
         return {**config, **(curve.config or {}), "curve": curve.key}
 

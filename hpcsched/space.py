@@ -69,6 +69,17 @@ class Param:
             return self.quantized(int(self.low) + min(int(u * span), span - 1))
         raise ValueError(f"parameter {shown(self.name)} of kind {shown(self.kind)} is not random")
 
+    def to_unit(self, value: Any) -> float:
+        """Where ``value`` of this range lies in [0, 1] (log-scaled for a log range); the inverse of
+        ``from_unit``. A choice's value maps to its position among the values (-1 if it is none)."""
+        if self.kind in ("choice", "grid"):
+            return float(next((i for i, v in enumerate(self.values) if v == value), -1))
+        if self.kind in ("loguniform", "logint"):
+            return (math.log(float(value)) - math.log(self.low)) / (math.log(self.high) - math.log(self.low))
+        if self.kind in ("uniform", "randint"):
+            return (float(value) - self.low) / (self.high - self.low)
+        raise ValueError(f"parameter {shown(self.name)} of kind {shown(self.kind)} has no unit scale")
+
     def quantized(self, value: float) -> Any:
         """``value`` on this range's step grid (low + k * step, k rounded down); ints stay ints."""
         if self.step > 0:
@@ -164,6 +175,10 @@ class Sampler:
         if index < 0 or (capacity is not None and index >= capacity):
             raise IndexError(f"trial index {index} outside the space (capacity {capacity})")
         return self.space.grid_point(int(self._order[index % len(self._order)]))
+
+    def choose(self, index: int, candidates: Sequence[Mapping[str, Any]]) -> int:
+        """Trial ``index``'s pick among a pool's unused ``candidates``: one at random (seeded by the index)."""
+        return int(np.random.default_rng([self.seed, 2, index]).integers(len(candidates)))
 
     def observe(self, record: object) -> None:
         """Random draws learn nothing from the run."""

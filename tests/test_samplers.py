@@ -125,9 +125,9 @@ def test_qmc_covers_each_bin_once_and_is_a_function_of_the_index():
 
 
 @pytest.mark.parametrize("sampler,space,expected", [
-    ("bayes", CURVE_SPACE, "sampler.name: expected one of random, qmc, tpe, gp, cmaes, nsgaii, nsgaiii or "
+    ("bayes", CURVE_SPACE, "sampler.name: expected one of random, qmc, kde, tpe, gp, cmaes, nsgaii, nsgaiii or "
                            "optuna.<a class of optuna.samplers>, got 'bayes'"),
-    ({"name": "random", "startup_trials": 3}, CURVE_SPACE, "sampler.startup_trials: only for Optuna's samplers"),
+    ({"name": "random", "startup_trials": 3}, CURVE_SPACE, "sampler.startup_trials: only for the model-based samplers"),
     ({"name": "optuna.NoSuchSampler"}, CURVE_SPACE, "sampler.name: 'optuna.NoSuchSampler' is not a sampler of "
                                                     "optuna.samplers (BruteForceSampler, CmaEsSampler"),
     ({"name": "optuna.GridSampler"}, CURVE_SPACE, "sampler.name: 'optuna.GridSampler' cannot be made from its name "

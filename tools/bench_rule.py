@@ -95,12 +95,21 @@ def rules(curves: Path) -> list[TraceRule]:
     return [derive(path, curves) for path in trace_files(curves)]
 
 
-def experiment_raw(rule: TraceRule, system: System, variants: list[dict]) -> dict:
-    """A spec mapping replaying ``rule``'s trace under ``system`` at its three deadlines."""
+def configs_table(rule: TraceRule) -> Path | None:
+    """The configurations table beside the rule's trace (``NAME-configs.csv``), if there is one."""
+    path = rule.path.with_name(f"{rule.path.stem}-configs.csv")
+    return path if path.is_file() else None
+
+
+def experiment_raw(rule: TraceRule, system: System, variants: list[dict], configs: Path | None = None) -> dict:
+    """A spec mapping replaying ``rule``'s trace under ``system`` at its three deadlines; with ``configs``
+    each trial replays the recorded configuration nearest its sampler's proposal (workloads.configs)."""
     startup = rule.startup(system)
     workload = {"kind": "trace", "path": str(rule.path), "startup": startup, "scaling": system.scaling}
     if rule.step_time is not None:
         workload["step_time"] = rule.step_time
+    if configs is not None:
+        workload["configs"] = str(configs)
     return {
         "name": f"{rule.name}-{system.name}".replace("/", "-"),
         "metric": {"name": "score", "mode": rule.mode},

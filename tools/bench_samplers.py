@@ -1,9 +1,21 @@
 """Does a model-based sampler help? random, qmc and TPE proposals under each scheduler.
 
-    .venv/bin/python tools/bench_samplers.py [--seeds 20] [--jobs 2] [--out docs/results/samplers.md]
+    .venv/bin/python tools/bench_samplers.py [--seeds 20] [--real-seeds 40] [--samplers random qmc tpe]
+        [--jobs 2] [--curves DIR] [--out docs/results/samplers.md]
 
-The shared traces carry only trial ids, so a sampler has nothing to learn there. This replays the
-authors' synthetic curve (DESIGN.md §5) with its parameters b0, b1, b2 taken from the trial's
+Two tables. **Real configurations**: every trace under the curves folder with a configurations table
+beside it (the LCBench tasks: 400 recorded configurations of 7 hyperparameters each) replayed by the
+one bench rule (tools/bench_rule.py: R = the longest curve, r = 1, eta = 4, 8 atoms, deadlines 2M / 4M /
+8M, systems plain and sqrt) with the space derived from the table; the sampler proposes a
+configuration and the trial replays the recorded curve of the nearest one not used yet in the run
+(hpcsched.workloads.configs). ASHA and HyperSched, each with every sampler of ``--samplers``, seeds
+0..N-1. Per (scheduler, sampler): "x / best" (the geometric mean over cells of its regret over the
+best pair's; regrets floored at 0.001 x |oracle|) per deadline factor, and each sampler's regret
+paired by seed against random sampling under the same scheduler (worse / better beyond 2 standard
+errors). ``gp`` (Optuna's Gaussian process) is left out by default: it costs 20-250 s per simulated
+run here (random 0.2 s, TPE 1-2 s).
+
+**Synthetic**: the authors' synthetic curve (DESIGN.md §5) with its parameters b0, b1, b2 taken from the trial's
 configuration, as their own experiment samples them: b0 (the slope) log-uniform in [0.001, 1],
 b1 and b2 uniform in [0, 1]; 8 atoms, 0.1 s per step on one atom, r = 5, R = 500, eta = 4, linear
 scaling, no startup. Per deadline and sampler it prints mean best_score and regret to the oracle
@@ -25,18 +37,25 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
-from hpcsched.simulate import simulate_experiment
-from hpcsched.spec import parse_experiment
-from results_page import publish
+from bench_quality import FLOOR, KEY, families, paired, selected, verdict, x_over_best  # noqa: E402
+from bench_rule import (DEADLINE_FACTORS, SYSTEMS, System, TraceRule, configs_table,  # noqa: E402
+                        experiment_raw, rules)
+from results_page import commit, publish  # noqa: E402
+
+from hpcsched.simulate import simulate_experiment  # noqa: E402
+from hpcsched.spec import parse_experiment  # noqa: E402
 
 OUT = REPO / "docs" / "results" / "samplers.md"
+CURVES = REPO.parent / "shared" / "data" / "curves"
+REAL_SAMPLERS = ("random", "qmc", "tpe")
+REAL_SCHEDULERS = ("asha", "hypersched")
 DEADLINES = (15, 30, 60, 120)
 SAMPLERS = ("random", "qmc", "tpe")
 SCHEDULERS = ("asha", "random", "hypersched")
 NAMES = {"asha": "ASHA", "random": "random search", "hypersched": "HyperSched"}
 
 
-def experiment_raw() -> dict:
+def synthetic_raw() -> dict:
     return {
         "name": "samplers", "metric": {"name": "score", "mode": "max"},
         "scheduler": {"kind": "hypersched", "r": 5, "R": 500, "eta": 4, "scaling": "linear"},
@@ -90,16 +109,115 @@ def render(table: pd.DataFrame, seeds: int, seconds: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+def real_replay(rule: TraceRule, system: System, seeds: int, jobs: int, samplers: list[str]) -> pd.DataFrame:
+    """Every deadline, scheduler and sampler on one trace with its configurations table; ``variant`` is
+    ``scheduler+sampler``."""
+    variants = [{"name": "asha", "scheduler": {"kind": "asha"}}, {"name": "hypersched"}]
+    raw = experiment_raw(rule, system, variants, configs_table(rule))
+    raw["matrix"]["sampler.name"] = list(samplers)
+    frame = simulate_experiment(parse_experiment(raw), seeds=list(range(seeds)), jobs=jobs, event_log=False)
+    frame["variant"] = frame["variant"] + "+" + frame["sampler.name"]
+    frame.insert(0, "factor", frame["deadline"].map(dict(zip(rule.deadlines, DEADLINE_FACTORS))))
+    for position, (name, value) in enumerate((("family", rule.family), ("trace", rule.name),
+                                              ("system", system.name))):
+        frame.insert(position, name, value)
+    return frame
+
+
+def real_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: the oracle and each pair's mean best score and regret."""
+    means = frame.groupby(KEY + ["variant"])[["best_score", "regret"]].mean().unstack("variant")
+    table = pd.DataFrame(index=means.index)
+    table["deadline"] = frame.groupby(KEY)["deadline"].first()
+    table["oracle"] = frame.groupby(KEY)["oracle_score"].mean()
+    for v in means["regret"].columns:
+        table[f"best {v}"] = means["best_score"][v]
+        table[f"regret {v}"] = means["regret"][v]
+    return table
+
+
+def against_random(frame: pd.DataFrame, table: pd.DataFrame, pair: str) -> tuple[pd.DataFrame, list[str]]:
+    """``pair``'s regret paired by seed against its scheduler's with random sampling: (gap, verdicts)."""
+    baseline = pair.split("+")[0] + "+random"
+    gap = paired(frame, pair, pd.Series(baseline, index=table.index))
+    return gap, [verdict(m, s) for m, s in zip(gap["mean"], gap["se"])]
+
+
+def render_real(frame: pd.DataFrame, seeds: int, seconds: float, samplers: list[str]) -> str:
+    table = real_cells(frame)
+    pairs = tuple(f"{scheduler}+{sampler}" for scheduler in REAL_SCHEDULERS for sampler in samplers)
+    tasks = sorted(frame["trace"].unique())
+    lines = ["## Real configurations: the LCBench tasks", "",
+             f"Generated by `python tools/bench_samplers.py --real-seeds {seeds} --samplers {' '.join(samplers)}` "
+             f"({seconds:.0f} s for this part) on commit {commit()}. {len(tasks)} tasks with their configurations "
+             "tables, replayed by the one bench rule (R = 51, r = 1, eta = 4, 8 atoms, deadlines 2M / 4M / 8M, "
+             "systems plain and sqrt); the space is derived from the table, and each trial replays the recorded "
+             "curve of the configuration nearest the sampler's proposal that the run has not used yet (log scale "
+             f"for batch size, learning rate and units). Seeds 0..{seeds - 1}. x / best: the geometric mean over "
+             "cells of a pair's regret over the best pair's in the cell (regrets floored at "
+             f"{FLOOR:g} x |oracle|; 1 = always the best). At 8M every pair uses up the 400 configurations, so "
+             "most reach the oracle.", "",
+             "| scheduler + sampler | " + " | ".join(f"x / best {k}M" for k in DEADLINE_FACTORS)
+             + " | x / best all | vs random sampling: worse / par / better | gap to random sampling (mean regret) |",
+             "|---|" + "---|" * (len(DEADLINE_FACTORS) + 3)]
+    by_factor = {k: x_over_best(part, pairs) for k, part in table.groupby(level="factor")}
+    overall = dict(families(table))["all"]
+    total = x_over_best(overall, pairs)
+    for pair in pairs:
+        cells = [pair.replace("+", " + ")] + [f"{by_factor[k][pair]:.2f}" for k in DEADLINE_FACTORS]
+        cells.append(f"**{total[pair]:.2f}**")
+        if pair.endswith("+random"):
+            cells += ["-", "-"]
+        else:
+            gap, verdicts = against_random(frame, table, pair)
+            cells.append(f"{verdicts.count('worse')} / {verdicts.count('par')} / {verdicts.count('better')}")
+            cells.append(f"{gap['mean'].mean():+.4f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Per cell, mean best score (the regret is the oracle minus it):", "",
+              "| task | system | T | oracle | " + " | ".join(p.replace("+", " + ") for p in pairs) + " |",
+              "|---|---|---|---|" + "---|" * len(pairs)]
+    for key, row in table.iterrows():
+        _, trace, system, factor = key
+        cells = [trace.split("/")[-1], system, f"{factor}M = {row['deadline']:.0f} s", f"{row['oracle']:.4f}"]
+        best = max(row[f"best {p}"] for p in pairs)
+        cells += [(f"**{row[f'best {p}']:.4f}**" if row[f"best {p}"] == best else f"{row[f'best {p}']:.4f}")
+                  for p in pairs]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 per cell (default 20)")
+    parser.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 per synthetic cell (default 20)")
+    parser.add_argument("--real-seeds", type=int, default=40, help="seeds 0..N-1 per real cell (default 40)")
+    parser.add_argument("--samplers", nargs="+", default=list(REAL_SAMPLERS),
+                        help=f"samplers on the real configurations (default {' '.join(REAL_SAMPLERS)}; gp is slow)")
     parser.add_argument("--jobs", type=int, default=2, help="simulation processes (default 2)")
+    parser.add_argument("--curves", type=Path, default=CURVES, help=f"folder of the traces (default {CURVES})")
     parser.add_argument("--out", type=Path, default=OUT, help=f"markdown file to write (default {OUT})")
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="trace name patterns of the real part, e.g. 'lcbench/lcbench-7593' (default: all)")
     args = parser.parse_args(argv)
+    if "random" not in args.samplers:
+        parser.error("--samplers: random sampling is the reference; name it")
     started = time.perf_counter()
-    frame = simulate_experiment(parse_experiment(experiment_raw()), seeds=list(range(args.seeds)), jobs=args.jobs,
+    frame = simulate_experiment(parse_experiment(synthetic_raw()), seeds=list(range(args.seeds)), jobs=args.jobs,
                                 event_log=False)
     text = render(table_of(frame), args.seeds, time.perf_counter() - started)
+    with_configs = [rule for rule in selected(rules(args.curves), args.only) if configs_table(rule) is not None] \
+        if args.curves.is_dir() else []
+    if with_configs:
+        started = time.perf_counter()
+        frames = []
+        for rule in with_configs:
+            for system in SYSTEMS:
+                frames.append(real_replay(rule, system, args.real_seeds, args.jobs, args.samplers))
+            print(f"{rule.name}: done ({time.perf_counter() - started:.0f} s)", flush=True)
+        text = render_real(pd.concat(frames, ignore_index=True), args.real_seeds, time.perf_counter() - started,
+                           args.samplers) + "\n" + text.replace("# Samplers on", "## Samplers on", 1)
+        text = "# Samplers\n\n" + text
+    else:
+        print(f"no trace with a configurations table under {args.curves}; only the synthetic table")
     publish(text, args.out)
     return 0
 

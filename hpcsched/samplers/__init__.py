@@ -12,6 +12,12 @@ deciding fidelity, pauses and atoms; a sampler only proposes configurations.
   (metrics reported beside the score) a multi-objective one such as NSGA-II learns from several.
   Through the Python API, a user's own ``optuna.samplers.BaseSampler`` object.
 - ``qmc``: a scrambled Sobol sequence (scipy), a space-filling alternative to random draws.
+- ``kde``: BOHB's model written for hpcsched (numpy only, :mod:`hpcsched.samplers.kde`); it can also
+  ``choose`` among a fixed pool of configurations, as a replayed benchmark offers.
+
+A sampler may have ``choose(index, candidates) -> position``: where the run draws from a fixed pool
+(a trace replayed with its configurations table) it is asked to pick among the unused ones instead of
+proposing a point whose nearest recorded configuration is replayed.
 """
 
 from __future__ import annotations
@@ -26,16 +32,21 @@ from hpcsched.space import Sampler, Space
 OPTUNA_NAMES = {"tpe": "TPESampler", "gp": "GPSampler", "cmaes": "CmaEsSampler", "nsgaii": "NSGAIISampler",
                 "nsgaiii": "NSGAIIISampler"}  # short names of Optuna's samplers
 OPTUNA_PREFIX = "optuna."  # optuna.<Class>: any other class of optuna.samplers
-SAMPLER_NAMES = ("random", "qmc", *OPTUNA_NAMES)
+SAMPLER_NAMES = ("random", "qmc", "kde", *OPTUNA_NAMES)
 NEEDS = {"tpe": ("optuna",), "gp": ("optuna", "torch", "scipy"), "qmc": ("scipy",), "cmaes": ("optuna", "cmaes"),
          "nsgaii": ("optuna",), "nsgaiii": ("optuna",)}
 EXTRA_FOR = {"optuna": "hpcsched[samplers]", "scipy": "hpcsched[samplers]", "cmaes": "hpcsched[samplers]",
              "torch": "hpcsched[examples]"}
 
 
-def is_model(name: str) -> bool:
-    """Whether sampler ``name`` is one of Optuna's (learns from the scores; a space without grid parameters)."""
+def is_optuna(name: str) -> bool:
+    """Whether sampler ``name`` is one of Optuna's."""
     return name in OPTUNA_NAMES or name.startswith(OPTUNA_PREFIX)
+
+
+def is_model(name: str) -> bool:
+    """Whether sampler ``name`` learns from the scores (Optuna's or kde; a space without grid parameters)."""
+    return name == "kde" or is_optuna(name)
 
 
 def optuna_class_name(name: str) -> str:
@@ -111,4 +122,7 @@ def make_sampler(spec: SamplerSpec, space: Space | None, seed: int, mode: str, m
     if spec.name == "qmc":
         from hpcsched.samplers.qmc import QmcSampler
         return QmcSampler(space, seed)
+    if spec.name == "kde":
+        from hpcsched.samplers.kde import KdeSampler
+        return KdeSampler(space, seed, mode, spec.startup_trials, spec.random_fraction)
     return OptunaSampler(space, seed, mode, spec.name, spec.startup_trials, spec.random_fraction, spec.objectives)

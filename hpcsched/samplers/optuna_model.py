@@ -33,6 +33,7 @@ import numpy as np
 from hpcsched.errors import UserError
 from hpcsched.records import Record, Reported, TrialCreated
 from hpcsched.samplers import optuna_class_name
+from hpcsched.samplers.evidence import fit_step, score_at
 from hpcsched.space import Param, Sampler, Space
 
 log = logging.getLogger(__name__)
@@ -110,8 +111,7 @@ class OptunaSampler:
 
     def budget(self) -> int | None:
         """The step the model is fitted at: the highest that ``min_trials`` trials have reached."""
-        reached = sorted((max(scores) for scores in self._scores.values() if scores), reverse=True)
-        return reached[self.min_trials - 1] if len(reached) >= self.min_trials else None
+        return fit_step(self._scores, self.min_trials)
 
     # ------------------------------------------------------------ internals
 
@@ -121,11 +121,12 @@ class OptunaSampler:
             return []
         frozen = []
         for trial_id, scores in self._scores.items():  # in creation order
-            at = [step for step in scores if step <= budget]
-            if not scores or max(scores) < budget or not at:
+            score = score_at(scores, budget)
+            if score is None:
                 continue
             params = self._params_of[trial_id]  # a conditional space: only the parameters it had
-            values = self._values[trial_id][max(at)] if self.objectives else [scores[max(at)]]
+            last = max(step for step in scores if step <= budget)
+            values = self._values[trial_id][last] if self.objectives else [score]
             if values is None:
                 continue
             frozen.append(self._optuna.trial.create_trial(

@@ -14,8 +14,8 @@ from typing import Any, Callable, Mapping
 
 from hpcsched.errors import shown
 from hpcsched.mode import MODES
-from hpcsched.samplers import (EXTRA_FOR, OPTUNA_PREFIX, SAMPLER_NAMES, SamplerSpec, is_model, missing_modules,
-                               optuna_class_name)
+from hpcsched.samplers import (EXTRA_FOR, OPTUNA_PREFIX, SAMPLER_NAMES, SamplerSpec, is_model, is_optuna,
+                               missing_modules, optuna_class_name)
 from hpcsched.scaling import Scaling
 from hpcsched.scores import NON_FINITE_POLICIES
 from hpcsched.space import Space
@@ -76,11 +76,11 @@ def scheduler_fields(path: str, problems: list[str]) -> Table:
 
 
 def workload_fields(problems: list[str]) -> Table:
-    return {"kind": f.one_of(*WORKLOAD_KINDS), "path": f.string, "step_time": f.positive_duration,
+    return {"kind": f.one_of(*WORKLOAD_KINDS), "path": f.string, "configs": f.string, "step_time": f.positive_duration,
             "startup": f.durations, "step_overhead": f.duration,
             "stop_latency": f.duration,
             "scaling": lambda v: f.scaling(v, "workload.scaling", problems), "trials": f.int_at_least(1),
-            "noise": f.number_at_least(0), "configs": f.string}
+            "noise": f.number_at_least(0)}
 
 
 def parse_metric(raw: object, problems: list[str]) -> MetricSpec:
@@ -98,9 +98,9 @@ def parse_sampler(raw: object, problems: list[str]) -> SamplerSpec:
     if len(problems) > before and "name" in section.raw and sampler.name != section.raw["name"]:
         return sampler  # a misspelt name: whether the other keys fit it cannot be told
     for key in ("startup_trials", "random_fraction", "objectives"):
-        if key in section.raw and not is_model(sampler.name):
-            optuna_names = ", ".join(n for n in SAMPLER_NAMES if is_model(n))
-            problems.append(f"sampler.{key}: only for Optuna's samplers ({optuna_names}, {OPTUNA_PREFIX}<Class>), "
+        if key in section.raw and not (is_optuna if key == "objectives" else is_model)(sampler.name):
+            names = ", ".join(n for n in SAMPLER_NAMES if (is_optuna if key == "objectives" else is_model)(n))
+            problems.append(f"sampler.{key}: only for the model-based samplers ({names}, {OPTUNA_PREFIX}<Class>), "
                             f"not for {shown(sampler.name)}")
     return sampler
 

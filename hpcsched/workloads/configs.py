@@ -161,7 +161,7 @@ class ConfigTraceWorkload:
         self.median_step = order.median_step
         self._params = [p for p in space.params if p.name in table.columns and p.kind != "value"]
         rows = [table.rows[c.key] for c in self._curves]
-        self._points = np.array([[_coordinate(p, row[p.name]) for p in self._params] for row in rows],
+        self._points = np.array([[p.to_unit(row[p.name]) for p in self._params] for row in rows],
                                 dtype=np.float64).reshape(self.size, len(self._params))
         self._used = np.zeros(self.size, dtype=bool)
         self._given: dict[int, Curve] = {}
@@ -175,11 +175,15 @@ class ConfigTraceWorkload:
             given = self._given[index] = self._curves[self.nearest_unused(config)]
         return given
 
+    def unused_configs(self) -> list[Mapping[str, Any]]:
+        """The recorded configurations no trial of the run has replayed yet, in the pool's seeded order."""
+        return [curve.config or {} for curve, used in zip(self._curves, self._used) if not used]
+
     def nearest_unused(self, config: Mapping[str, Any]) -> int:
         """The position of the unused configuration nearest ``config``, now marked used."""
         if self._used.all():
             raise IndexError(f"all {self.size} recorded configurations are used")
-        target = np.array([_coordinate(p, config[p.name]) if p.name in config else np.nan for p in self._params])
+        target = np.array([p.to_unit(config[p.name]) if p.name in config else np.nan for p in self._params])
         gaps = np.where(np.isnan(target), 1.0, np.abs(self._points - target))
         for j, param in enumerate(self._params):
             if param.kind in ("choice", "grid") and not np.isnan(target[j]):
@@ -188,16 +192,6 @@ class ConfigTraceWorkload:
         position = int(np.argmin(distance))  # the first in the seeded order among equals
         self._used[position] = True
         return position
-
-
-def _coordinate(param: Param, value: Any) -> float:
-    """``value`` on the unit scale of ``param`` (its position among a choice's values)."""
-    if param.kind in ("choice", "grid"):
-        matches = [i for i, v in enumerate(param.values) if v == value]
-        return float(matches[0]) if matches else -1.0
-    if param.kind in ("loguniform", "logint"):
-        return (math.log(float(value)) - math.log(param.low)) / (math.log(param.high) - math.log(param.low))
-    return (float(value) - param.low) / (param.high - param.low)
 
 
 def _plain(value: Any) -> Any:

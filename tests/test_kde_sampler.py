@@ -1,0 +1,159 @@
+"""The kde sampler (BOHB's model): what it picks on hand-built evidence, that it learns in a run, that a
+journal rebuilds it, and that it chooses among a replayed benchmark's recorded configurations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from hpcsched.errors import SpecError
+from hpcsched.journal import read_journal
+from hpcsched.records import Reported, TrialCreated
+from hpcsched.samplers.kde import KdeSampler
+from hpcsched.simulate import simulate_run
+from hpcsched.space import parse_space
+from hpcsched.spec import parse_experiment
+from hpcsched.workloads.configs import load_configs
+
+SPACE = {"lr": {"loguniform": [1e-4, 1.0]}, "opt": {"choice": ["sgd", "adam"]}}
+
+
+def _sampler(random_fraction: float = 0.0, mode: str = "max") -> KdeSampler:
+    return KdeSampler(parse_space(SPACE, "space", []), seed=1, mode=mode, startup_trials=4,
+                      random_fraction=random_fraction)
+
+
+def _feed(sampler: KdeSampler, trials: list[tuple[float, str, float]]) -> None:
+    """Trials (lr, opt, score), each reporting its score at step 3."""
+    for i, (lr, opt, score) in enumerate(trials):
+        sampler.observe(TrialCreated(0.0, f"t{i}", i, {"lr": lr, "opt": opt}))
+        sampler.observe(Reported(1.0, f"t{i}", 3, score))
+
+
+# good trials have a small learning rate and adam
+EVIDENCE = [(10 ** -(3.5 - 0.1 * i), "adam", 0.9 - 0.01 * i) for i in range(6)] + \
+           [(10 ** -(0.1 * i), "sgd", 0.3 + 0.01 * i) for i in range(10)]
+
+
+def test_it_chooses_the_candidate_where_the_good_trials_are():
+    sampler = _sampler()
+    _feed(sampler, EVIDENCE)
+    candidates = [{"lr": 0.5, "opt": "sgd"}, {"lr": 3e-4, "opt": "sgd"}, {"lr": 3e-4, "opt": "adam"},
+                  {"lr": 0.5, "opt": "adam"}]
+    assert sampler.choose(20, candidates) == 2
+    proposals = [sampler.config(i) for i in range(20, 40)]
+    assert np.median([math.log10(p["lr"]) for p in proposals]) < -2.5
+    assert sum(p["opt"] == "adam" for p in proposals) >= 15
+
+
+def test_minimised_scores_turn_the_preference_around():
+    sampler = _sampler(mode="min")
+    _feed(sampler, EVIDENCE)
+    assert sampler.choose(20, [{"lr": 3e-4, "opt": "adam"}, {"lr": 0.5, "opt": "sgd"}]) == 1
+
+
+def test_before_enough_trials_reached_a_step_it_draws_at_random_reproducibly():
+    a, b = _sampler(), _sampler()
+    _feed(a, EVIDENCE[:3])
+    _feed(b, EVIDENCE[:3])
+    picks = [a.choose(i, [{"lr": 0.1, "opt": "sgd"}] * 10) for i in range(30)]
+    assert len(set(picks)) > 3 and picks == [b.choose(i, [{"lr": 0.1, "opt": "sgd"}] * 10) for i in range(30)]
+    assert a.config(5) == b.config(5)
+
+
+def test_a_random_fraction_of_its_picks_stay_random():
+    sampler = _sampler(random_fraction=0.5)
+    _feed(sampler, EVIDENCE)
+    candidates = [{"lr": 0.5, "opt": "sgd"}] * 9 + [{"lr": 3e-4, "opt": "adam"}]
+    picks = [sampler.choose(i, candidates) for i in range(200)]
+    assert 0.3 < np.mean([p != 9 for p in picks]) < 0.6
+
+
+def _synthetic_spec(sampler, deadline: float = 30):
+    return parse_experiment({
+        "name": "kde", "metric": {"name": "score", "mode": "max"},
+        "scheduler": {"kind": "asha", "r": 5, "R": 500, "eta": 4}, "resources": {"atoms": 8}, "deadline": deadline,
+        "space": {"b0": {"loguniform": [0.001, 1.0]}, "b1": {"uniform": [0.0, 1.0]}, "b2": {"uniform": [0.0, 1.0]}},
+        "sampler": sampler, "workload": {"kind": "synthetic", "step_time": 0.1}}).spec
+
+
+def test_it_learns_in_a_run_and_a_journal_rebuilds_what_it_proposed(tmp_path):
+    """On curves whose slope b0 sets, its later proposals move to larger b0 than random draws; a sampler fed
+    the journal up to any trial's creation proposes exactly that trial's configuration."""
+    def late_log_b0(sampler, seed, log=None):
+        spec = _synthetic_spec(sampler)
+        state, _ = simulate_run(spec, spec.variants[0], seed, event_log=log)
+        configs = [t.config for t in sorted(state.trials.values(), key=lambda t: t.index)]
+        return [math.log10(c["b0"]) for c in configs[15:]]
+
+    kde = sum((late_log_b0({"name": "kde", "startup_trials": 10}, seed) for seed in range(3)), [])
+    random = sum((late_log_b0("random", seed) for seed in range(3)), [])
+    assert np.median(kde) > np.median(random) + 0.5
+    log = tmp_path / "events.jsonl"
+    late_log_b0({"name": "kde", "startup_trials": 10}, 7, log)
+    records = read_journal(log)
+    spec = _synthetic_spec({"name": "kde", "startup_trials": 10})
+    created = [i for i, r in enumerate(records) if isinstance(r, TrialCreated)]
+    for cut in created[12::5]:
+        from hpcsched.samplers import make_sampler
+
+        sampler = make_sampler(spec.sampler, spec.space, 7, "max")
+        for record in records[:cut]:
+            sampler.observe(record)
+        assert sampler.config(records[cut].index) == {k: v for k, v in records[cut].config.items() if k != "curve"}
+
+
+def test_in_a_replayed_benchmark_it_chooses_among_the_unused_recorded_configurations(tmp_path):
+    """40 recorded configurations whose level falls with the learning rate (the optimizer does not
+    matter): every trial replays one of them exactly (no nearest-point mapping), none twice, and over
+    four seeds kde's picks once its model is fitted have lower rates than random sampling's."""
+    rng = np.random.default_rng(0)
+    lrs = np.exp(rng.uniform(np.log(1e-4), 0.0, 40))
+    (tmp_path / "configs.csv").write_text("trial,lr,opt\n" + "".join(
+        f"c{i},{lr},{('sgd', 'adam')[i % 2]}\n" for i, lr in enumerate(lrs)))
+    rows = ["trial,step,score"]
+    for i, lr in enumerate(lrs):
+        level = 0.9 - 0.15 * (math.log10(lr) + 4)
+        rows += [f"c{i},{s},{level * (1 - 0.6 ** s):.6f}" for s in range(1, 9)]
+    (tmp_path / "curves.csv").write_text("\n".join(rows) + "\n")
+    table = load_configs(tmp_path / "configs.csv").rows
+
+    def picked(sampler, seed):
+        spec = parse_experiment({
+            "name": "pool", "metric": {"name": "score", "mode": "max"},
+            "scheduler": {"kind": "asha", "r": 1, "R": 8, "eta": 2}, "resources": {"atoms": 2}, "deadline": 20,
+            "sampler": sampler, "workload": {"kind": "trace", "path": "curves.csv", "configs": "configs.csv",
+                                             "step_time": 1}}, source=tmp_path / "spec.yaml").spec
+        state, _ = simulate_run(spec, spec.variants[0], seed)
+        configs = [t.config for t in sorted(state.trials.values(), key=lambda t: t.index)]
+        assert len(configs) >= 10 and len({c["curve"] for c in configs}) == len(configs)
+        assert all({k: v for k, v in c.items() if k != "curve"} == table[c["curve"]] for c in configs)
+        return [math.log10(c["lr"]) for c in configs[4:10]]
+
+    kde = sum((picked({"name": "kde", "startup_trials": 4}, seed) for seed in range(4)), [])
+    random = sum((picked("random", seed) for seed in range(4)), [])
+    assert np.median(kde) < np.median(random) - 0.5
+
+
+@pytest.mark.parametrize("sampler, problem", [
+    ({"name": "kde", "objectives": {"loss": "min"}}, "sampler.objectives: only for the model-based samplers (tpe,"),
+    ({"name": "kde", "random_fraction": 2}, "sampler.random_fraction: expected a number in [0, 1], got 2"),
+])
+def test_kde_settings_are_checked(sampler, problem):
+    with pytest.raises(SpecError) as info:
+        _synthetic_spec(sampler)
+    assert any(problem in p for p in info.value.problems), info.value.problems
+
+
+def test_kde_takes_the_model_settings():
+    assert _synthetic_spec({"name": "kde", "startup_trials": 3, "random_fraction": 0.2}).sampler.random_fraction == 0.2
+
+
+def test_kde_refuses_grid_parameters():
+    with pytest.raises(SpecError, match="a grid parameter cannot be proposed by sampler 'kde'"):
+        parse_experiment({"name": "x", "scheduler": {"kind": "asha", "r": 1, "R": 6}, "deadline": 10,
+                          "space": {"opt": {"grid": ["a", "b"]}}, "sampler": "kde",
+                          "workload": {"kind": "synthetic"}})
+
