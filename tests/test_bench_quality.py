@@ -118,3 +118,27 @@ def test_the_shared_nmt_pair_under_the_rule(tmp_path):
     text = out.read_text()
     assert "| nmt-ted-zh-en | plain | 2M = 1200 s |" in text and "| nmt-ted-zh-en | sqrt | 8M = 4800 s |" in text
     assert "| NMT | 6 |" in text
+
+
+def test_the_samplers_bench_replays_a_trace_with_its_configurations_beside_the_synthetic_table(tmp_path):
+    samplers = _tool("bench_samplers")
+    curves = tmp_path / "curves"
+    _trace(curves / "lcbench" / "lcbench-1.csv", [6] * 16, time_per_step=[2.0, 3.0], seed=3)
+    _trace(curves / "cnn-a.csv", [6] * 8, seed=4)  # no configurations table: not in the real part
+    rng = np.random.default_rng(0)
+    (curves / "lcbench" / "lcbench-1-configs.csv").write_text("trial,lr,units\n" + "".join(
+        f"c{i},{math.exp(rng.uniform(-9, 0))},{int(rng.integers(16, 256))}\n" for i in range(16)))
+    out = tmp_path / "samplers.md"
+    assert samplers.main(["--seeds", "1", "--real-seeds", "2", "--samplers", "random", "kde", "--jobs", "1",
+                          "--curves", str(curves), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "## Real configurations" in text and "## Samplers on config-dependent synthetic curves" in text
+    pairs = [line for line in text.splitlines() if line.startswith(("| asha + ", "| hypersched + "))]
+    assert [line.split(" | ")[0] for line in pairs] == ["| asha + random", "| asha + kde", "| hypersched + random",
+                                                        "| hypersched + kde"]
+    verdicts = pairs[1].split(" | ")[5]
+    assert sum(int(n) for n in verdicts.split(" / ")) == 6  # 2 systems x 3 deadlines, against random sampling
+    assert len([line for line in text.splitlines() if line.startswith("| lcbench-1 |")]) == 6
+    assert "cnn-a" not in text.split("## Samplers on")[0]
+    with pytest.raises(SystemExit):
+        samplers.main(["--samplers", "kde", "--curves", str(curves), "--out", str(out)])
