@@ -27,6 +27,8 @@ sampling's under the same scheduler (below 1: the sampler helps).
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -186,6 +188,59 @@ def render_real(frame: pd.DataFrame, seeds: int, seconds: float, samplers: list[
     return "\n".join(lines) + "\n"
 
 
+def best_hypersched(frame: pd.DataFrame, samplers: list[str]) -> str:
+    """The HyperSched pair with the lowest x / best over the whole real table."""
+    pairs = tuple(f"{scheduler}+{sampler}" for scheduler in REAL_SCHEDULERS for sampler in samplers)
+    ratios = x_over_best(real_cells(frame), pairs)
+    return min((p for p in pairs if p.startswith("hypersched+")), key=lambda p: ratios[p])
+
+
+def render_peers(frame: pd.DataFrame, peers: pd.DataFrame, ours: str) -> str:
+    """``ours`` (a scheduler+sampler pair) beside every peer of ``peers`` (tools/bench_peers.py --raw: task,
+    factor, scheduler, seed, best) in each plain cell: mean best score ± standard error, and ours against the
+    best peer (not paired: other simulators' seeds; worse / better beyond 2 standard errors of the difference)."""
+    plain = frame[(frame["system"] == "plain") & frame["variant"].isin([ours, "hypersched+random"])].copy()
+    plain["task"] = plain["trace"].str.split("/").str[-1]
+    mine = plain.groupby(["task", "factor", "variant"])["best_score"].agg(["mean", "sem", "count"])
+    theirs = peers.groupby(["task", "factor", "scheduler"])["best"].agg(["mean", "sem", "count"])
+    names = sorted(peers["scheduler"].unique())
+    shown_ours = ours.replace("+", " + ")
+    lines = ["", "### Beside the peers (Syne Tune 0.14.2, `docs/results/peers-lcbench.md`), plain system", "",
+             "Mean best score ± standard error (seeds in brackets where fewer than ours). Their simulator and "
+             "ours replay the same recorded curves, configurations and step times; the seeds are not paired, so "
+             "the verdict compares " + shown_ours + " with the best peer of the cell by the difference of the "
+             "means against 2 standard errors of it.", "",
+             f"| task | T | hypersched + random | {shown_ours} | " + " | ".join(names)
+             + " | best peer | difference ± se | verdict |", "|---|---|---|---|" + "---|" * len(names) + "---|---|---|"]
+    verdicts = []
+    for (task, factor), _ in mine.groupby(level=["task", "factor"]):
+        if (task, factor) not in theirs.droplevel("scheduler").index:
+            continue
+        ours_row = mine.loc[(task, factor, ours)]
+        rows = theirs.loc[(task, factor)]
+        best_peer = str(rows["mean"].idxmax())
+        peer_row = rows.loc[best_peer]
+        difference = ours_row["mean"] - peer_row["mean"]
+        se = math.hypot(ours_row["sem"], peer_row["sem"])
+        shown = "better" if difference > 2 * se else "worse" if difference < -2 * se else "par"
+        verdicts.append(shown)
+        seeds = ours_row["count"]
+        peer_cells = [_mean_se(rows.loc[n], seeds) if n in rows.index else "-" for n in names]
+        lines.append(f"| {task} | {factor}M | {_mean_se(mine.loc[(task, factor, 'hypersched+random')], seeds)} | "
+                     f"{_mean_se(ours_row, seeds)} | " + " | ".join(peer_cells)
+                     + f" | {best_peer} | {difference:+.4f} ± {se:.4f} | "
+                     + (shown if shown == "par" else f"**{shown}**") + " |")
+    lines.insert(3, f"{shown_ours} against the best peer: worse in {verdicts.count('worse')}, par in "
+                    f"{verdicts.count('par')}, better in {verdicts.count('better')} of {len(verdicts)} cells.")
+    lines.insert(4, "")
+    return "\n".join(lines) + "\n"
+
+
+def _mean_se(row: pd.Series, seeds: int) -> str:
+    fewer = f" ({int(row['count'])})" if row["count"] < seeds else ""
+    return f"{row['mean']:.4f} ± {row['sem']:.4f}{fewer}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 per synthetic cell (default 20)")
@@ -197,29 +252,60 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help=f"markdown file to write (default {OUT})")
     parser.add_argument("--only", nargs="*", default=None,
                         help="trace name patterns of the real part, e.g. 'lcbench/lcbench-7593' (default: all)")
+    parser.add_argument("--raw", type=Path, default=None,
+                        help="keep every run's row here (synthetic.csv, real.csv, meta.json), to render again")
+    parser.add_argument("--from-raw", type=Path, default=None,
+                        help="render from a --raw folder instead of simulating")
+    parser.add_argument("--peers", type=Path, default=None,
+                        help="the peers' runs (tools/bench_peers.py --lcbench --raw CSV), shown beside ours")
     args = parser.parse_args(argv)
     if "random" not in args.samplers:
         parser.error("--samplers: random sampling is the reference; name it")
-    started = time.perf_counter()
-    frame = simulate_experiment(parse_experiment(synthetic_raw()), seeds=list(range(args.seeds)), jobs=args.jobs,
-                                event_log=False)
-    text = render(table_of(frame), args.seeds, time.perf_counter() - started)
-    with_configs = [rule for rule in selected(rules(args.curves), args.only) if configs_table(rule) is not None] \
-        if args.curves.is_dir() else []
-    if with_configs:
-        started = time.perf_counter()
-        frames = []
-        for rule in with_configs:
-            for system in SYSTEMS:
-                frames.append(real_replay(rule, system, args.real_seeds, args.jobs, args.samplers))
-            print(f"{rule.name}: done ({time.perf_counter() - started:.0f} s)", flush=True)
-        text = render_real(pd.concat(frames, ignore_index=True), args.real_seeds, time.perf_counter() - started,
-                           args.samplers) + "\n" + text.replace("# Samplers on", "## Samplers on", 1)
-        text = "# Samplers\n\n" + text
+    if args.from_raw is not None:
+        synthetic, real = pd.read_csv(args.from_raw / "synthetic.csv"), None
+        if (args.from_raw / "real.csv").exists():
+            real = pd.read_csv(args.from_raw / "real.csv")
+        meta = json.loads((args.from_raw / "meta.json").read_text())
     else:
-        print(f"no trace with a configurations table under {args.curves}; only the synthetic table")
+        synthetic, real, meta = simulate_all(args)
+    text = render(table_of(synthetic), meta["seeds"], meta["synthetic_seconds"])
+    if real is not None:
+        samplers = meta["samplers"]
+        real_text = render_real(real, meta["real_seeds"], meta["real_seconds"], samplers)
+        if args.peers is not None:
+            real_text += render_peers(real, pd.read_csv(args.peers), best_hypersched(real, samplers))
+        text = "# Samplers\n\n" + real_text + "\n" + text.replace("# Samplers on", "## Samplers on", 1)
+    if args.raw is not None:
+        args.raw.mkdir(parents=True, exist_ok=True)
+        synthetic.to_csv(args.raw / "synthetic.csv", index=False)
+        if real is not None:
+            real.to_csv(args.raw / "real.csv", index=False)
+        (args.raw / "meta.json").write_text(json.dumps(meta))
     publish(text, args.out)
     return 0
+
+
+def simulate_all(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | None, dict]:
+    """The synthetic runs, the real ones (None without a trace with a configurations table) and what the
+    page says of them (seeds, samplers, seconds)."""
+    started = time.perf_counter()
+    synthetic = simulate_experiment(parse_experiment(synthetic_raw()), seeds=list(range(args.seeds)),
+                                    jobs=args.jobs, event_log=False)
+    meta = {"seeds": args.seeds, "synthetic_seconds": time.perf_counter() - started, "real_seeds": args.real_seeds,
+            "samplers": list(args.samplers), "real_seconds": 0.0}
+    with_configs = [rule for rule in selected(rules(args.curves), args.only) if configs_table(rule) is not None] \
+        if args.curves.is_dir() else []
+    if not with_configs:
+        print(f"no trace with a configurations table under {args.curves}; only the synthetic table")
+        return synthetic, None, meta
+    started = time.perf_counter()
+    frames = []
+    for rule in with_configs:
+        for system in SYSTEMS:
+            frames.append(real_replay(rule, system, args.real_seeds, args.jobs, args.samplers))
+        print(f"{rule.name}: done ({time.perf_counter() - started:.0f} s)", flush=True)
+    meta["real_seconds"] = time.perf_counter() - started
+    return synthetic, pd.concat(frames, ignore_index=True), meta
 
 
 if __name__ == "__main__":
