@@ -128,9 +128,9 @@ def test_the_samplers_bench_replays_a_trace_with_its_configurations_beside_the_s
     rng = np.random.default_rng(0)
     (curves / "lcbench" / "lcbench-1-configs.csv").write_text("trial,lr,units\n" + "".join(
         f"c{i},{math.exp(rng.uniform(-9, 0))},{int(rng.integers(16, 256))}\n" for i in range(16)))
-    out = tmp_path / "samplers.md"
+    out, raw = tmp_path / "samplers.md", tmp_path / "raw"
     assert samplers.main(["--seeds", "1", "--real-seeds", "2", "--samplers", "random", "kde", "--jobs", "1",
-                          "--curves", str(curves), "--out", str(out)]) == 0
+                          "--curves", str(curves), "--out", str(out), "--raw", str(raw)]) == 0
     text = out.read_text()
     assert "## Real configurations" in text and "## Samplers on config-dependent synthetic curves" in text
     pairs = [line for line in text.splitlines() if line.startswith(("| asha + ", "| hypersched + "))]
@@ -142,3 +142,16 @@ def test_the_samplers_bench_replays_a_trace_with_its_configurations_beside_the_s
     assert "cnn-a" not in text.split("## Samplers on")[0]
     with pytest.raises(SystemExit):
         samplers.main(["--samplers", "kde", "--curves", str(curves), "--out", str(out)])
+    # rendered again from the kept runs, with a peer far below and one far above in every plain cell
+    real = pd.read_csv(raw / "real.csv")
+    best = real[real["variant"].str.startswith("hypersched")].groupby("factor")["best_score"].max()
+    peers = pd.DataFrame([{"task": "lcbench-1", "factor": factor, "scheduler": name, "seed": seed,
+                           "best": best[factor] + shift + 0.001 * seed}
+                          for factor in (2, 4, 8) for name, shift in (("low", -0.5), ("high", 0.5)) for seed in range(3)])
+    peers.to_csv(tmp_path / "peers.csv", index=False)
+    again = tmp_path / "again.md"
+    assert samplers.main(["--from-raw", str(raw), "--peers", str(tmp_path / "peers.csv"), "--out", str(again)]) == 0
+    shown = again.read_text()
+    assert text.split("\n## Samplers on")[0].rstrip("\n") in shown  # the same figures, from the kept runs
+    assert "against the best peer: worse in 3, par in 0, better in 0 of 3 cells." in shown
+    assert len([line for line in shown.splitlines() if line.startswith("| lcbench-1 | ") and "| high |" in line]) == 3
