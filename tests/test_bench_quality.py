@@ -147,7 +147,8 @@ def test_the_samplers_bench_replays_a_trace_with_its_configurations_beside_the_s
     best = real[real["variant"].str.startswith("hypersched")].groupby("factor")["best_score"].max()
     peers = pd.DataFrame([{"task": "lcbench-1", "factor": factor, "scheduler": name, "seed": seed,
                            "best": best[factor] + shift + 0.001 * seed}
-                          for factor in (2, 4, 8) for name, shift in (("low", -0.5), ("high", 0.5)) for seed in range(3)])
+                          for factor in (2, 4, 8) for name, shift in (("low", -0.5), ("high", 0.5))
+                          for seed in range(3)])
     peers.to_csv(tmp_path / "peers.csv", index=False)
     again = tmp_path / "again.md"
     assert samplers.main(["--from-raw", str(raw), "--peers", str(tmp_path / "peers.csv"), "--out", str(again)]) == 0
