@@ -151,3 +151,21 @@ def test_an_lcbench_task_replays_its_real_configurations_with_a_derived_space():
     state, _ = simulate_run(spec, spec.variants[0], 0)
     curves = [t.config["curve"] for t in state.trials.values()]
     assert len(curves) == len(set(curves)) > 8
+
+
+def test_a_sampler_that_cannot_choose_replays_the_row_nearest_its_proposal(tmp_path):
+    """qmc proposes Sobol points: each trial replays the unused recorded configuration nearest its point
+    (it must not inherit the random sampler's uniform pick from the pool)."""
+    from hpcsched.samplers import make_sampler
+
+    trace, table = _files(tmp_path)
+    spec = parse_experiment({
+        "name": "configs", "metric": {"name": "score", "mode": "max"}, "sampler": "qmc",
+        "scheduler": {"kind": "asha", "r": 1, "R": 6, "eta": 2}, "resources": {"atoms": 1}, "deadline": 3,
+        "space": SPACE, "workload": {"kind": "trace", "path": str(trace), "configs": str(table), "step_time": 1}},
+        source=tmp_path / "spec.yaml").spec
+    sampler = make_sampler(spec.sampler, spec.space, 2, "max")
+    assert not hasattr(sampler, "choose")
+    state, _ = simulate_run(spec, spec.variants[0], 2)
+    first = next(t for t in state.trials.values() if t.index == 0)
+    assert first.config["curve"] == _workload(tmp_path, seed=2).curve(0, sampler.config(0)).key

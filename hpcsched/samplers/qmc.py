@@ -16,15 +16,25 @@ import numpy as np
 from hpcsched.space import Sampler, Space
 
 
-class QmcSampler(Sampler):
-    """Grid points as :class:`hpcsched.space.Sampler`; random parameters from Sobol point ``index``."""
+class QmcSampler:
+    """Grid points as :class:`hpcsched.space.Sampler`; random parameters from Sobol point ``index``. (It has
+    no ``choose``: in a fixed pool, each trial replays the configuration nearest its point.)"""
 
     def __init__(self, space: Space, seed: int):
-        super().__init__(space, seed)
+        self.space = space
+        self.seed = seed
+        self._grid = Sampler(space, seed)
         self._random = space.random_params
 
+    @property
+    def capacity(self) -> int | None:
+        return self.space.capacity
+
+    def observe(self, record: object) -> None:
+        """Quasi-random points learn nothing from the run."""
+
     def config(self, index: int) -> dict[str, Any]:
-        point = self.grid_point(index)
+        point = self._grid.grid_point(index)
         if not self._random:
             return self.space.config_with(point, lambda param: None)
         from scipy.stats import qmc
