@@ -4,24 +4,13 @@ Syne Tune is not a dependency of hpcsched: the replays are skipped where it is a
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _tool(name: str):
-    """Import tools/<name>.py as a module (tools/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"_tool_{name}", REPO / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.test_sim_studies import _tool
 
 
 bench = _tool("bench_peers")

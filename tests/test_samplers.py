@@ -33,6 +33,20 @@ def _simulate(spec, seed, tmp_path=None):
     return state, (read_journal(log) if log is not None else None)
 
 
+def assert_proposals_rebuilt(spec, records, seed: int, cuts) -> int:
+    """At each cut (the position of a ``trial_created`` record), a sampler fed the records before it (as a
+    resumed controller feeds them) proposes exactly that trial's configuration; returns how many were checked."""
+    checked = 0
+    for cut in cuts:
+        sampler = make_sampler(spec.sampler, spec.space, seed, spec.metric.mode)
+        for record in records[:cut]:
+            sampler.observe(record)
+        assert sampler.config(records[cut].index) == {k: v for k, v in records[cut].config.items()
+                                                      if k != "curve"}, cut
+        checked += 1
+    return checked
+
+
 def _configs(state):
     return [{k: v for k, v in t.config.items() if k != "curve"}
             for t in sorted(state.trials.values(), key=lambda t: t.index)]
@@ -55,15 +69,7 @@ def test_tpe_rebuilt_from_the_journal_proposes_what_the_uninterrupted_run_did(tm
     _, records = _simulate(spec, 3, tmp_path)
     created = [i for i, r in enumerate(records) if isinstance(r, TrialCreated)]
     assert len(created) > 20
-    checked = 0
-    for cut in created[5::4]:
-        sampler = make_sampler(spec.sampler, spec.space, 3, "max")
-        for record in records[:cut]:
-            sampler.observe(record)
-        proposed = sampler.config(records[cut].index)
-        assert proposed == {k: v for k, v in records[cut].config.items() if k != "curve"}, cut
-        checked += 1
-    assert checked >= 5
+    assert assert_proposals_rebuilt(spec, records, 3, created[5::4]) >= 5
 
 
 def test_tpe_learns_from_rung_scores_where_random_does_not():
@@ -198,11 +204,7 @@ def test_tpe_over_a_conditional_space_is_rebuilt_from_the_journal(tmp_path):
     assert all(("b1" in c) == (c["shape"] == "steep") for c in configs)
     assert {c["b2"] for c in configs} <= {0.0, 0.25, 0.5, 0.75}
     created = [i for i, r in enumerate(records) if isinstance(r, TrialCreated)]
-    for cut in created[8::6]:
-        sampler = make_sampler(spec.sampler, spec.space, 5, "max")
-        for record in records[:cut]:
-            sampler.observe(record)
-        assert sampler.config(records[cut].index) == {k: v for k, v in records[cut].config.items() if k != "curve"}
+    assert_proposals_rebuilt(spec, records, 5, created[8::6])
 
 
 def test_a_misspelt_sampler_name_is_the_only_problem_named():

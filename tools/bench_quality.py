@@ -22,6 +22,7 @@ import argparse
 import fnmatch
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -67,14 +68,29 @@ def variants(configurations: list[str]) -> list[dict]:
 
 def replay(rule: TraceRule, system: System, seeds: int, jobs: int, configurations: list[str]) -> pd.DataFrame:
     """Every deadline and variant of one trace under one system, seeds 0..N-1, with the cell's keys."""
-    raw = experiment_raw(rule, system, variants(configurations))
+    return simulate_cells(experiment_raw(rule, system, variants(configurations)), rule, system, seeds, jobs)
+
+
+def simulate_cells(raw: dict, rule: TraceRule, system: System, seeds: int, jobs: int) -> pd.DataFrame:
+    """The runs of the spec mapping ``raw`` (one trace under one system), seeds 0..N-1, each row with its
+    cell's keys (KEY: family, trace, system, deadline factor)."""
     frame = simulate_experiment(parse_experiment(raw), seeds=list(range(seeds)), jobs=jobs, event_log=False)
-    factors = dict(zip(rule.deadlines, DEADLINE_FACTORS))
-    frame.insert(0, "factor", frame["deadline"].map(factors))
+    frame.insert(0, "factor", frame["deadline"].map(dict(zip(rule.deadlines, DEADLINE_FACTORS))))
     for position, (name, value) in enumerate((("family", rule.family), ("trace", rule.name),
                                               ("system", system.name))):
         frame.insert(position, name, value)
     return frame
+
+
+def replay_every(chosen: list[TraceRule], one: Callable[[TraceRule, System], pd.DataFrame]) -> pd.DataFrame:
+    """``one(rule, system)`` for every chosen trace under every system, a progress line per trace."""
+    started = time.perf_counter()
+    frames = []
+    for rule in chosen:
+        for system in SYSTEMS:
+            frames.append(one(rule, system))
+        print(f"{rule.name}: done ({time.perf_counter() - started:.0f} s)", flush=True)
+    return pd.concat(frames, ignore_index=True)
 
 
 def paired(frame: pd.DataFrame, ours: str, theirs: pd.Series) -> pd.DataFrame:
@@ -234,12 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no trace under {args.curves}; nothing written")
         return 0
     started = time.perf_counter()
-    frames = []
-    for rule in chosen:
-        for system in SYSTEMS:
-            frames.append(replay(rule, system, args.seeds, args.jobs, args.configurations))
-        print(f"{rule.name}: done ({time.perf_counter() - started:.0f} s)", flush=True)
-    frame = pd.concat(frames, ignore_index=True)
+    frame = replay_every(chosen, lambda rule, system: replay(rule, system, args.seeds, args.jobs,
+                                                             args.configurations))
     publish(render(frame, args.seeds, time.perf_counter() - started, args.configurations), args.out)
     return 0
 

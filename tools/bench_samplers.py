@@ -39,8 +39,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
-from bench_quality import FLOOR, KEY, families, paired, selected, verdict, x_over_best  # noqa: E402
-from bench_rule import (DEADLINE_FACTORS, SYSTEMS, System, TraceRule, configs_table,  # noqa: E402
+from bench_quality import (FLOOR, KEY, families, paired, replay_every, selected, simulate_cells,  # noqa: E402
+                           verdict, x_over_best)
+from bench_rule import (DEADLINE_FACTORS, System, TraceRule, configs_table,  # noqa: E402
                         experiment_raw, rules)
 from results_page import commit, publish  # noqa: E402
 
@@ -117,12 +118,8 @@ def real_replay(rule: TraceRule, system: System, seeds: int, jobs: int, samplers
     variants = [{"name": "asha", "scheduler": {"kind": "asha"}}, {"name": "hypersched"}]
     raw = experiment_raw(rule, system, variants, configs_table(rule))
     raw["matrix"]["sampler.name"] = list(samplers)
-    frame = simulate_experiment(parse_experiment(raw), seeds=list(range(seeds)), jobs=jobs, event_log=False)
+    frame = simulate_cells(raw, rule, system, seeds, jobs)
     frame["variant"] = frame["variant"] + "+" + frame["sampler.name"]
-    frame.insert(0, "factor", frame["deadline"].map(dict(zip(rule.deadlines, DEADLINE_FACTORS))))
-    for position, (name, value) in enumerate((("family", rule.family), ("trace", rule.name),
-                                              ("system", system.name))):
-        frame.insert(position, name, value)
     return frame
 
 
@@ -299,13 +296,10 @@ def simulate_all(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame |
         print(f"no trace with a configurations table under {args.curves}; only the synthetic table")
         return synthetic, None, meta
     started = time.perf_counter()
-    frames = []
-    for rule in with_configs:
-        for system in SYSTEMS:
-            frames.append(real_replay(rule, system, args.real_seeds, args.jobs, args.samplers))
-        print(f"{rule.name}: done ({time.perf_counter() - started:.0f} s)", flush=True)
+    real = replay_every(with_configs, lambda rule, system: real_replay(rule, system, args.real_seeds, args.jobs,
+                                                                       args.samplers))
     meta["real_seconds"] = time.perf_counter() - started
-    return synthetic, pd.concat(frames, ignore_index=True), meta
+    return synthetic, real, meta
 
 
 if __name__ == "__main__":
