@@ -1,5 +1,5 @@
 import sys
 
-from hpcsched.cli import main
+from hpcsched.cli.main import main
 
 sys.exit(main())

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from hpcsched.errors import UserError
+from hpcsched.core.errors import UserError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -116,14 +116,14 @@ def run(train: Callable[..., Any] | str | None = None, spec: str | Path | Mappin
     if sampler is not None:
         _check_sampler_object(sampler, backend, experiment.spec)
     if backend == "sim":
-        from hpcsched.simulate import simulate_experiment
+        from hpcsched.loop.simulate import simulate_experiment
 
         first = experiment.spec.seed
         target = Path(out) if out is not None else None
         frame = simulate_experiment(experiment, seeds=list(range(first, first + seeds)), out=target,
                                     event_log=target is not None)
         return SearchResult({}, None, frame)
-    from hpcsched.runner import RunOptions, default_run_dir, run_experiment
+    from hpcsched.loop.runner import RunOptions, default_run_dir, run_experiment
     from hpcsched.spec import single_spec
 
     real = single_spec(experiment, str(experiment.spec.source or experiment.spec.name))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hpcsched.feed import feed
-from hpcsched.records import Exited, Launched, Reported, RunStarted, Running, StopRequested, TrialCreated
+from hpcsched.loop.feed import feed
+from hpcsched.core.records import Exited, Launched, Reported, RunStarted, Running, StopRequested, TrialCreated
 from hpcsched.schedulers import make_scheduler
 from hpcsched.schedulers.decisions import Situation
 from hpcsched.spec import SchedulerSpec
-from hpcsched.state import RunState
+from hpcsched.core.state import RunState
 
 
 class Harness:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from hpcsched.journal import read_journal
+from hpcsched.rundir.journal import read_journal
 
 REPO = Path(__file__).resolve().parents[1]
 TOY = REPO / "tests" / "trainables" / "toy.py"
@@ -91,7 +91,7 @@ def no_trial_processes_left(run_dir: Path) -> bool:
 
 def first_resize(recs):
     """(stop request, exit, relaunch) of the first resize in a journal."""
-    from hpcsched.records import Exited, Launched, StopRequested
+    from hpcsched.core.records import Exited, Launched, StopRequested
 
     resize = next(r for r in recs if isinstance(r, StopRequested) and r.intent == "resize")
     exited = next(r for r in recs if isinstance(r, Exited) and r.trial == resize.trial and r.t >= resize.t)
@@ -105,7 +105,7 @@ def pause_lags(recs) -> list[tuple[str, str, int, int, int]]:
 
     Measured on the trial's own clock (a report's ``t`` is when the trial wrote it): a report written
     just before the stop request but read by the controller after it was not trained after the decision."""
-    from hpcsched.records import Exited, Launched, Reported, StopRequested
+    from hpcsched.core.records import Exited, Launched, Reported, StopRequested
 
     from_step: dict[str, int] = {}
     launch_reports: dict[str, list] = {}
@@ -129,7 +129,7 @@ def pause_lags(recs) -> list[tuple[str, str, int, int, int]]:
 
 def paused_at(recs, t: float) -> set[str]:
     """The trials that were paused (checkpointed on a pause request, not relaunched yet) at time ``t``."""
-    from hpcsched.records import Exited, Launched, StopRequested
+    from hpcsched.core.records import Exited, Launched, StopRequested
 
     intent: dict[str, str] = {}
     paused: set[str] = set()
@@ -149,7 +149,7 @@ def assert_framework_trial_resumed_where_it_stopped(recs, metric: str, global_st
     """For the framework callbacks' tests: every report checkpointed (a torch file) with ``metric`` beside
     the score, some trial paused and resumed, and each relaunch's first report the next epoch with the
     framework's own step counter (``global_step``, ``batches`` per epoch) carried over. Returns the reports."""
-    from hpcsched.records import LaunchReason, Launched, Reported
+    from hpcsched.core.records import LaunchReason, Launched, Reported
 
     reports = [r for r in recs if isinstance(r, Reported)]
     assert reports and all(r.checkpoint.endswith(".pt") for r in reports)

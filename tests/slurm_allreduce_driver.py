@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hpcsched.clock import WallClock  # noqa: E402
+from hpcsched.core.clock import WallClock  # noqa: E402
 from hpcsched.executors.base import LaunchRequest, TrialExit  # noqa: E402
 from hpcsched.executors.launching import ProcessSettings  # noqa: E402
 from hpcsched.executors.slurm import SlurmExecutor, read_allocation, slurm_resources  # noqa: E402

@@ -14,15 +14,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hpcsched.analysis import (Run, check_usage, load_run, load_simulation, means_table, usage_curve)
+from hpcsched.analysis import Run, check_usage, load_run, load_simulation, means_table, usage_curve
 from hpcsched.analysis.parse import parse_journal
-from hpcsched.errors import RunDirError
-from hpcsched.journal import read_journal
-from hpcsched.records import (ControllerResumed, EntranceClosed, Exited, Launched, Reported, RunFinished,
-                              RunStarted, Running, StopRequested, TrialCreated, to_json)
-from hpcsched.simulate import simulate_experiment, simulate_run
+from hpcsched.core.errors import RunDirError
+from hpcsched.rundir.journal import read_journal
+from hpcsched.core.records import (ControllerResumed, EntranceClosed, Exited, Launched, Reported, RunFinished,
+                                   RunStarted, Running, StopRequested, TrialCreated, to_json)
+from hpcsched.loop.simulate import simulate_experiment, simulate_run
 from hpcsched.spec import parse_experiment
-from hpcsched.state import RunState
+from hpcsched.core.state import RunState
 
 SMALL = {
     "name": "small",

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from hpcsched.analysis import check_usage, load_run
-from hpcsched.journal import read_journal
-from hpcsched.records import Launched, Reported, TrialCreated
+from hpcsched.rundir.journal import read_journal
+from hpcsched.core.records import Launched, Reported, TrialCreated
 from tests.runs import hpcsched, write_spec
 
 pytestmark = pytest.mark.slow

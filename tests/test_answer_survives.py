@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hpcsched.records import Exited, Launched, RunFinished, RunStarted
+from hpcsched.core.records import Exited, Launched, RunFinished, RunStarted
 from tests.runs import REPO, hpcsched, no_trial_processes_left, records, start, wait_for, write_spec
 
 pytestmark = pytest.mark.slow

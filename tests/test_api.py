@@ -7,7 +7,7 @@ import json
 import pytest
 
 import hpcsched
-from hpcsched.errors import SpecError, UserError
+from hpcsched.core.errors import SpecError, UserError
 from tests.runs import hpcsched as hpcsched_cli
 from tests.trainables.toy import toy
 

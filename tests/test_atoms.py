@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hpcsched.atoms import AtomPool, node_of
+from hpcsched.core.atoms import AtomPool, node_of
 
 
 def test_ids_of_one_machine_and_of_slurm_nodes():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpcsched.records import Exited, Launched, Reported, RunStarted, StopIntent, StopRequested, TrialCreated
+from hpcsched.core.records import Exited, Launched, Reported, RunStarted, StopIntent, StopRequested, TrialCreated
 from tests.test_sim_studies import _tool
 
 bench = _tool("bench_fidelity")

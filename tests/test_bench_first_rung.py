@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hpcsched.journal import read_journal
-from hpcsched.records import StopIntent, StopRequested
-from hpcsched.simulate import simulate_run
+from hpcsched.rundir.journal import read_journal
+from hpcsched.core.records import StopIntent, StopRequested
+from hpcsched.loop.simulate import simulate_run
 from hpcsched.spec import parse_experiment
 from tests.test_sim_studies import _tool
 

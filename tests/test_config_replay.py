@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import yaml
 
-from hpcsched.errors import SpecError
-from hpcsched.journal import read_journal
-from hpcsched.records import Reported, TrialCreated
-from hpcsched.simulate import simulate_run
-from hpcsched.space import Space, parse_space
+from hpcsched.core.errors import SpecError
+from hpcsched.rundir.journal import read_journal
+from hpcsched.core.records import Reported, TrialCreated
+from hpcsched.loop.simulate import simulate_run
+from hpcsched.core.space import Space, parse_space
 from hpcsched.spec import parse_experiment
 from hpcsched.workloads.configs import ConfigTraceWorkload, check_configs, derive_space, load_configs, space_problems
 from hpcsched.workloads.trace import load_trace

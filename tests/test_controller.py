@@ -7,16 +7,16 @@ import math
 
 import pytest
 
-from hpcsched.clock import VirtualClock
-from hpcsched.controller import Controller, RunSettings, SchedulerError
+from hpcsched.core.clock import VirtualClock
+from hpcsched.loop.controller import Controller, RunSettings, SchedulerError
 from hpcsched.executors.sim import SimExecutor
-from hpcsched.journal import ListJournal
-from hpcsched.records import RunStarted
+from hpcsched.rundir.journal import ListJournal
+from hpcsched.core.records import RunStarted
 from hpcsched.samplers import IndexSampler
-from hpcsched.scaling import named_scaling
-from hpcsched.schedulers.decisions import (DecisionSteps, PauseTrial, ResizeTrial, ResumeTrial, Situation,
-                                           StartTrial)
-from hpcsched.state import RunState, TrialStatus
+from hpcsched.core.scaling import named_scaling
+from hpcsched.schedulers.decisions import PauseTrial, ResizeTrial, ResumeTrial, Situation, StartTrial
+from hpcsched.core.decision_steps import DecisionSteps
+from hpcsched.core.state import RunState, TrialStatus
 from tests.test_simulator import ListWorkload, linear_curve
 
 

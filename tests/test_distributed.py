@@ -64,7 +64,7 @@ def _check_lr_sequence(lines: list[dict]) -> None:
 
 
 def _context(run: Path, config: dict, from_step: int, max_steps: int, launch: int = 1):
-    from hpcsched.trial import TrialContext, TrialLaunch
+    from hpcsched.trial.context import TrialContext, TrialLaunch
 
     (run / "trials" / "t0").mkdir(parents=True, exist_ok=True)
     return TrialContext(TrialLaunch("t0", f"t0-l{launch}", str(run), f"{CIFAR_TRAIN}:train", dict(config),
@@ -72,7 +72,7 @@ def _context(run: Path, config: dict, from_step: int, max_steps: int, launch: in
 
 
 def _load_example(path: Path):
-    from hpcsched.trainables import load_trainable
+    from hpcsched.trial.trainables import load_trainable
 
     return load_trainable(f"{path}:train")
 
@@ -89,7 +89,7 @@ def torch_threads():
 def test_a_stopped_and_restored_trial_continues_bit_for_bit(tmp_path, torch_threads):
     import torch
 
-    from hpcsched.trial import ExitRequested, find_checkpoint, load_payload
+    from hpcsched.trial.context import ExitRequested, find_checkpoint, load_payload
 
     train = _load_example(CIFAR_TRAIN)
     straight, split = tmp_path / "straight", tmp_path / "split"
@@ -144,7 +144,7 @@ def _spec(tmp_path: Path, **overrides) -> Path:
 @pytest.mark.slow
 @pytest.mark.torch
 def test_controller_grows_a_trial_from_one_to_two_gloo_processes(tmp_path):
-    from hpcsched.trial import load_checkpoint
+    from hpcsched.trial.context import load_checkpoint
     from hpcsched.training.distributed import state_checksum
 
     run = tmp_path / "run"
@@ -196,7 +196,7 @@ def _wait(executor, predicate, timeout: float) -> list:
 @pytest.mark.slow
 @pytest.mark.torch
 def test_two_processes_stop_together_and_resume_on_one(tmp_path):
-    from hpcsched.clock import WallClock
+    from hpcsched.core.clock import WallClock
     from hpcsched.executors.base import LaunchRequest, TrialExit, TrialReport
     from hpcsched.executors.launching import ProcessSettings
     from hpcsched.executors.local import LocalExecutor, LocalResources

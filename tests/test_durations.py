@@ -1,6 +1,6 @@
 import pytest
 
-from hpcsched.durations import format_duration, parse_duration
+from hpcsched.core.durations import format_duration, parse_duration
 
 
 @pytest.mark.parametrize("text,seconds", [

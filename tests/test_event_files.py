@@ -6,7 +6,7 @@ from collections import defaultdict
 
 import pytest
 
-from hpcsched.records import LaunchReason, Launched, Reported, TrialCreated
+from hpcsched.core.records import LaunchReason, Launched, Reported, TrialCreated
 from tests.runs import hpcsched, records, write_spec
 
 pytestmark = pytest.mark.slow

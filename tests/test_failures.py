@@ -4,9 +4,9 @@ extends a run until it is decided); a restarted controller starts afresh."""
 
 from __future__ import annotations
 
-from hpcsched.failures import LaunchStreaks, Streak, describe_failure
-from hpcsched.records import ControllerResumed, Exited, Launched, LaunchReason, Reported, RunStarted, TrialCreated
-from hpcsched.state import RunState
+from hpcsched.core.failures import LaunchStreaks, Streak, describe_failure
+from hpcsched.core.records import ControllerResumed, Exited, Launched, LaunchReason, Reported, RunStarted, TrialCreated
+from hpcsched.core.state import RunState
 
 
 def test_the_longest_run_of_launches_that_failed_before_reporting():
@@ -42,7 +42,7 @@ def test_the_state_replays_the_streak_and_a_resumed_controller_starts_afresh():
 
 
 def test_a_failure_is_described_by_what_the_trial_raised():
-    from hpcsched.errors import UserError
+    from hpcsched.core.errors import UserError
 
     try:
         try:
@@ -59,7 +59,7 @@ def test_a_failure_is_described_by_what_the_trial_raised():
 def test_errors_of_the_environment_are_told_from_the_trainables():
     import errno
 
-    from hpcsched.failures import is_environment_error, srun_environment_failure
+    from hpcsched.core.failures import is_environment_error, srun_environment_failure
 
     def raised(make):
         try:
@@ -90,8 +90,8 @@ def _exit(t, trial, retryable=True, step=0):
 
 
 def test_an_environment_error_pauses_the_trial_for_a_relaunch_at_most_three_times_from_one_checkpoint():
-    from hpcsched.failures import MAX_RETRIES
-    from hpcsched.records import StopIntent, StopRequested
+    from hpcsched.core.failures import MAX_RETRIES
+    from hpcsched.core.records import StopIntent, StopRequested
 
     start = [RunStarted(0.0, "x", 100.0, 2, 0, "d", "v", ("0", "1")), TrialCreated(1.0, "t0", 0, {}),
              Launched(1.0, "t0", ("0",), LaunchReason.START), Reported(2.0, "t0", 1, 0.5, "step-00000001.pkl")]

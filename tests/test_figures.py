@@ -25,11 +25,11 @@ from hpcsched.analysis.plots import (ACTIVITY_COLORS, OTHERS_COLOR, plot_gantt, 
                                      plot_usage, top_trials)
 from hpcsched.analysis.report import build_report  # noqa: E402
 from hpcsched.analysis.sim_plots import COLUMN, informative_cell, plot_variants  # noqa: E402
-from hpcsched.cli import main  # noqa: E402
-from hpcsched.errors import RunDirError  # noqa: E402
-from hpcsched.records import (Exited, Launched, RunFinished, RunStarted, Reported, Running,  # noqa: E402
-                              TrialCreated)
-from hpcsched.simulate import simulate_experiment  # noqa: E402
+from hpcsched.cli.main import main  # noqa: E402
+from hpcsched.core.errors import RunDirError  # noqa: E402
+from hpcsched.core.records import (Exited, Launched, RunFinished, RunStarted, Reported, Running,  # noqa: E402
+                                   TrialCreated)
+from hpcsched.loop.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
 
 from tests.test_analysis import SMALL as SMALL_SPEC, write_records  # noqa: E402

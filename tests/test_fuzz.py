@@ -17,14 +17,15 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hpcsched.errors import SpecError
-from hpcsched.records import Exited, Reported, from_json, to_json
-from hpcsched.scores import (EXIT_OUTCOMES, BadLine, ExitLine, ReportLine, ScoresReader, StartedLine, check_report,
-                             checkpoint_step, format_line, parse_line)
+from hpcsched.core.errors import SpecError
+from hpcsched.core.records import Exited, Reported, from_json, to_json
+from hpcsched.rundir.scores import (BadLine, ExitLine, ReportLine, ScoresReader, StartedLine, check_report,
+                                    checkpoint_step, format_line, parse_line)
+from hpcsched.core.outcomes import EXIT_OUTCOMES
 from hpcsched.spec import parse_experiment
 from hpcsched.spec.document import TOP_KEYS
 from hpcsched.spec.model import MAX_ATOMS, MAX_ETA, MAX_STEPS
-from hpcsched.yaml_text import load_yaml
+from hpcsched.spec.yaml_text import load_yaml
 
 _EXAMPLES = int(os.environ.get("HPCSCHED_FUZZ_EXAMPLES", "0"))
 FUZZ = settings(max_examples=_EXAMPLES or 300, derandomize=not _EXAMPLES, deadline=None, database=None,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcsched.durations import parse_duration
-from hpcsched.errors import SpecError
+from hpcsched.core.durations import parse_duration
+from hpcsched.core.errors import SpecError
 from hpcsched.spec import load_experiment, parse_experiment
 from tests.runs import REPO, TOY
 
@@ -159,7 +159,7 @@ def test_deep_or_repeated_yaml_is_exit_2_naming_the_place(tmp_path, text, place,
 
 
 def test_merge_keys_may_still_override_what_they_merge():
-    from hpcsched.yaml_text import load_yaml
+    from hpcsched.spec.yaml_text import load_yaml
 
     assert load_yaml("base: &b {eta: 4, r: 2}\nscheduler: {<<: *b, eta: 2}\n")["scheduler"] == {"eta": 2, "r": 2}
 

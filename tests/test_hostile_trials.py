@@ -13,12 +13,12 @@ import pytest
 
 from hpcsched.executors.launching import ProcessSettings
 from hpcsched.executors.local import LocalExecutor, LocalResources
-from hpcsched.clock import WallClock
-from hpcsched.records import Exited, Launched
-from hpcsched.rundir import TrialPaths
-from hpcsched.scores import (BadLine, ExitLine, ReportLine, ScoresReader, StartedLine, append_line, check_report,
-                             format_line, parse_line)
-from hpcsched.trial import load_checkpoint, save_payload
+from hpcsched.core.clock import WallClock
+from hpcsched.core.records import Exited, Launched
+from hpcsched.rundir.paths import TrialPaths
+from hpcsched.rundir.scores import (BadLine, ExitLine, ReportLine, ScoresReader, StartedLine, append_line, check_report,
+                                    format_line, parse_line)
+from hpcsched.trial.context import load_checkpoint, save_payload
 from tests.runs import REPO, hpcsched, no_trial_processes_left, paused_at, records, wait_for, write_spec
 from tests.trainables.hostile import ATTACKS, MARKER
 
@@ -73,7 +73,7 @@ def test_lines_that_crashed_the_reader_are_refused_with_the_reason(raw, reason):
 
 def test_a_non_finite_metric_is_data_the_journal_can_hold():
     """A diverged loss is recorded as a word ("nan", "inf", "-inf"), read back as a float by the analysis."""
-    from hpcsched.records import Reported, to_json
+    from hpcsched.core.records import Reported, to_json
 
     line = parse_line(b'{"kind":"report","t":' + b"9" * 400 + b',"launch":"a","step":1,"score":0.5,'
                       b'"metrics":{"loss":Infinity,"nan":NaN,"low":-1e999,"big":' + b"9" * 30 + b',"ok":1.5}}')

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from hpcsched.records import EntranceClosed
-from hpcsched.scaling import named_scaling
+from hpcsched.core.records import EntranceClosed
+from hpcsched.core.scaling import named_scaling
 from hpcsched.schedulers.decisions import CloseEntrance, PauseTrial, ResizeTrial, ResumeTrial, StartTrial, StopTrial
 from hpcsched.schedulers.entrance import BestByStep, Entrance, Moment
 from hpcsched.schedulers.kept import KeptFractions
@@ -326,7 +326,7 @@ def test_growth_pays_only_until_the_trial_reaches_R_and_keeps_the_allocation_gri
 
 
 def test_a_resize_costs_the_measured_stop_and_a_startup():
-    from hpcsched.records import Exited, StopRequested
+    from hpcsched.core.records import Exited, StopRequested
 
     h = Harness(atoms=2, r=2, R=10, eta=2, scaling=named_scaling("sqrt"))
     h.start("a", startup=2.0)
@@ -339,7 +339,7 @@ def test_a_resize_costs_the_measured_stop_and_a_startup():
 
 
 def test_a_rung_passed_while_stopping_for_a_resize_is_not_judged_late():
-    from hpcsched.records import Exited, StopRequested
+    from hpcsched.core.records import Exited, StopRequested
 
     def decisions_after_relaunch(report_while_stopping: bool):
         h = Harness(atoms=4, deadline=1000.0, r=1, R=16, eta=4, allocation="none", rung_trust="fixed")

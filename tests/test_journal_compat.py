@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from hpcsched.errors import RunDirError
-from hpcsched.journal import read_journal
-from hpcsched.records import JOURNAL_VERSION, RECORD_TYPES, FinishReason, from_json, to_json
-from hpcsched.state import RunState
+from hpcsched.core.errors import RunDirError
+from hpcsched.rundir.journal import read_journal
+from hpcsched.core.records import JOURNAL_VERSION, RECORD_TYPES, FinishReason, from_json, to_json
+from hpcsched.core.state import RunState
 from tests.runs import hpcsched
 
 FIXTURE = Path(__file__).parent / "fixtures" / "journal-v1.jsonl"

@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from hpcsched.errors import SpecError
-from hpcsched.journal import read_journal
-from hpcsched.records import Reported, TrialCreated
+from hpcsched.core.errors import SpecError
+from hpcsched.rundir.journal import read_journal
+from hpcsched.core.records import Reported, TrialCreated
 from hpcsched.samplers.kde import KdeSampler
-from hpcsched.simulate import simulate_run
-from hpcsched.space import parse_space
+from hpcsched.loop.simulate import simulate_run
+from hpcsched.core.space import parse_space
 from hpcsched.spec import parse_experiment
 from hpcsched.workloads.configs import load_configs
 from tests.test_samplers import assert_proposals_rebuilt

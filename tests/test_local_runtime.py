@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hpcsched.records import Exited, Launched, Reported, RunFinished, RunStarted, StopRequested
-from hpcsched.trial import load_checkpoint
+from hpcsched.core.records import Exited, Launched, Reported, RunFinished, RunStarted, StopRequested
+from hpcsched.trial.context import load_checkpoint
 from tests.runs import (first_resize, hpcsched, no_trial_processes_left, pause_lags, paused_at, records, reports,
                         write_spec)
 
@@ -158,7 +158,7 @@ def test_a_trial_process_ignores_stop_signals_once_its_training_is_over(tmp_path
     action for its handlers): through srun it read as the whole launch errored."""
     script = f"""
 import os, signal
-from hpcsched.trial import TrialLaunch, run_trial
+from hpcsched.trial.context import TrialLaunch, run_trial
 launch = TrialLaunch(trial_id="t0000", launch_id="t0000-l1", run_dir={str(tmp_path)!r},
                      trainable={str(Path(__file__).parent / "trainables" / "toy.py")!r} + ":toy",
                      config={{"quality": 0.5, "step_time": 0.0}}, from_step=0, max_steps=2,
@@ -180,7 +180,7 @@ def test_a_trial_process_frees_what_its_trainable_left_before_it_exits(tmp_path)
     an active exception"), and a trial that checkpointed cleanly ended as errored."""
     script = f"""
 from pathlib import Path
-from hpcsched.trial import TrialLaunch, run_trial
+from hpcsched.trial.context import TrialLaunch, run_trial
 launch = TrialLaunch(trial_id="t0000", launch_id="t0000-l1", run_dir={str(tmp_path)!r},
                      trainable={str(Path(__file__).parent / "trainables" / "toy.py")!r} + ":leaves_a_cycle",
                      config={{}}, from_step=0, max_steps=2, metric="accuracy", mode="max", atom_ids=("0",))
@@ -197,14 +197,14 @@ def test_the_files_both_sides_poll_exist_before_the_trial_process(tmp_path):
     """On NFS a file name looked up while missing can stay missing on that client for the
     directory's attribute cache time: the controller creates the trial's scores file and the
     launch's verdict file (nothing decided yet) before it starts the process."""
-    from hpcsched.clock import WallClock
+    from hpcsched.core.clock import WallClock
     from hpcsched.executors.base import LaunchRequest, TrialExit, TrialReport
     from hpcsched.executors.launching import ProcessSettings
     from hpcsched.executors.local import LocalExecutor, LocalResources
-    from hpcsched.records import LaunchReason
-    from hpcsched.rundir import TrialPaths
-    from hpcsched.schedulers.decisions import DecisionSteps
-    from hpcsched.verdict import Verdict, VerdictLine, read_verdict
+    from hpcsched.core.records import LaunchReason
+    from hpcsched.rundir.paths import TrialPaths
+    from hpcsched.core.decision_steps import DecisionSteps
+    from hpcsched.rundir.verdict import Verdict, VerdictLine, read_verdict
 
     run = tmp_path / "run"
     run.mkdir()

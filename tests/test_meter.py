@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from hpcsched.cli import main
-from hpcsched.meter import Meter
+from hpcsched.cli.main import main
+from hpcsched.cli.meter import Meter
 
 
 class Ticks:

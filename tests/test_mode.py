@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from hpcsched.mode import MODES, Mode
+from hpcsched.core.mode import MODES, Mode
 
 
 def test_better_is_strict_and_anything_beats_none():

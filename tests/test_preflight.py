@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hpcsched.errors import UserError
-from hpcsched.preflight import parse_options, sbatch_request, script_options, time_limit_seconds
+from hpcsched.core.errors import UserError
+from hpcsched.cli.preflight import parse_options, sbatch_request, script_options, time_limit_seconds
 from tests.runs import REPO, hpcsched, write_spec
 
 TEMPLATE = REPO / "slurm_templates" / "launch_controller.sh"

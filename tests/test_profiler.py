@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hpcsched.profile_file import build_profile, read_profile, write_profile
-from hpcsched.profiler import parse_atoms
-from hpcsched.records import EntranceClosed
+from hpcsched.spec.profile_file import build_profile, read_profile, write_profile
+from hpcsched.cli.profiler import parse_atoms
+from hpcsched.core.records import EntranceClosed
 from hpcsched.schedulers import make_scheduler
 from hpcsched.schedulers.decisions import ResizeTrial
 from hpcsched.spec import load_spec
@@ -39,7 +39,7 @@ def _toy_spec(directory: Path, scales: bool = True, step_time: float = 0.3, **sc
 
 
 def test_the_profiler_and_the_schedule_import_without_torch():
-    code = ("import sys, hpcsched, hpcsched.cli, hpcsched.profiler, hpcsched.training.schedule; "
+    code = ("import sys, hpcsched, hpcsched.cli.main, hpcsched.cli.profiler, hpcsched.training.schedule; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -84,7 +84,7 @@ def test_profile_of_a_scaling_trainable_and_of_one_that_does_not_scale(tmp_path)
 
 
 def test_bad_input_is_refused_with_the_field_and_value(tmp_path, capsys):
-    from hpcsched.cli import main
+    from hpcsched.cli.main import main
 
     spec = _toy_spec(tmp_path)
     cases = [
@@ -161,10 +161,10 @@ def test_the_profile_changes_resize_decisions(tmp_path):
 def test_measure_runs_on_the_injected_clock_over_simulated_trials():
     """The profiler's measuring loop keeps time by the clock it is given: over simulated trials on a
     virtual clock it reads the simulator's true speed and startup exactly, in no wall time."""
-    from hpcsched.clock import VirtualClock
+    from hpcsched.core.clock import VirtualClock
     from hpcsched.executors.sim import SimExecutor
-    from hpcsched.profiler import ProfileFailed, measure
-    from hpcsched.scaling import named_scaling
+    from hpcsched.cli.profiler import ProfileFailed, measure
+    from hpcsched.core.scaling import named_scaling
     from tests.test_simulator import ListWorkload, linear_curve
 
     clock = VirtualClock(100.0)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from hpcsched.progress import Progress
-from hpcsched.records import Exited, StopIntent, StopRequested
-from hpcsched.scores import ExitOutcome
-from hpcsched.state import RunState
+from hpcsched.loop.progress import Progress
+from hpcsched.core.records import Exited, StopIntent, StopRequested
+from hpcsched.core.outcomes import ExitOutcome
+from hpcsched.core.state import RunState
 
 
 def describe(record) -> str | None:
@@ -30,8 +30,8 @@ def test_a_trial_stopped_before_its_first_step_is_not_said_to_have_checkpointed(
 def test_quiet_silences_the_progress_lines_but_not_the_answer(tmp_path):
     import io
 
-    from hpcsched.clock import VirtualClock
-    from hpcsched.rundir import RunDir
+    from hpcsched.core.clock import VirtualClock
+    from hpcsched.rundir.paths import RunDir
 
     out = io.StringIO()
     progress = Progress(out, VirtualClock(0.0), quiet=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcsched.records import FinishReason
+from hpcsched.core.records import FinishReason
 from tests.runs import pause_lags, records
 
 REPO = Path(__file__).resolve().parents[1]

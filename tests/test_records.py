@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from hpcsched.records import (RECORD_TYPES, ControllerResumed, ControllerStopped, EntranceClosed, Exited, Launched,
-                              LaunchReason, Reported, RunExtended, RunFinished, RunStarted, Running, StopIntent,
-                              StopRequested, TrialCreated, from_json, to_json)
-from hpcsched.scores import ExitOutcome
+from hpcsched.core.records import (RECORD_TYPES, ControllerResumed, ControllerStopped, EntranceClosed, Exited, Launched,
+                                   LaunchReason, Reported, RunExtended, RunFinished, RunStarted, Running, StopIntent,
+                                   StopRequested, TrialCreated, from_json, to_json)
+from hpcsched.core.outcomes import ExitOutcome
 
 ONE_OF_EACH = [
     RunStarted(0.0, "exp", 60.0, 2, 7, "d1g3st", "hypersched", ("n1:0", "n1:1"), "acc", "min"),
@@ -63,7 +63,7 @@ def test_a_bad_record_is_refused_naming_what_is_wrong(data, words):
 def test_every_field_of_every_record_has_a_type_the_reader_checks():
     import dataclasses
 
-    from hpcsched.records import _ENUM_FIELDS, _value_check
+    from hpcsched.core.records import _ENUM_FIELDS, _value_check
 
     for cls in RECORD_TYPES.values():
         for f in dataclasses.fields(cls):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from hpcsched.records import Launched, Reported, TrialCreated
+from hpcsched.core.records import Launched, Reported, TrialCreated
 from hpcsched.workloads.trace import TraceWorkload, load_trace
 from tests.runs import hpcsched, records, write_spec
 
@@ -32,7 +32,7 @@ def test_replayed_trials_report_the_simulators_curves_through_pauses_and_resizes
     spec = write_spec(tmp_path, deadline="25s", max_trials=6)
     raw = yaml.safe_load(spec.read_text())
     # steps of 0.5 s: a trial has trained longer than its startup by its first rung, so rungs pause
-    raw.update(trainable="hpcsched.replay:train",
+    raw.update(trainable="hpcsched.trial.replay:train",
                space={"trace": str(trace), "step_time": 10, "time_scale": 0.05, "scaling": "sqrt", "seed": 4,
                       "draw": {"uniform": [0, 1]}},
                scheduler={"kind": "hypersched", "r": 2, "R": 8, "eta": 2, "resize_cooldown": 1, "scaling": "sqrt"})

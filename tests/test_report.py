@@ -13,10 +13,10 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from hpcsched.analysis.report import build_report  # noqa: E402
-from hpcsched.cli import build_parser, cmd_report  # noqa: E402
-from hpcsched.errors import RunDirError  # noqa: E402
-from hpcsched.records import Launched, RunStarted, Running, TrialCreated  # noqa: E402
-from hpcsched.simulate import simulate_experiment  # noqa: E402
+from hpcsched.cli.main import build_parser, cmd_report  # noqa: E402
+from hpcsched.core.errors import RunDirError  # noqa: E402
+from hpcsched.core.records import Launched, RunStarted, Running, TrialCreated  # noqa: E402
+from hpcsched.loop.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
 
 from tests.test_analysis import SMALL, hand_records, simulated_journal, write_records  # noqa: E402
@@ -150,7 +150,7 @@ def test_command_line_entry_points_on_a_lone_journal_file(run_dir, tmp_path, cap
 
 def test_the_command_line_part_imports_cheaply():
     code = ("import sys\n"
-            "from hpcsched.cli import build_parser\n"
+            "from hpcsched.cli.main import build_parser\n"
             "build_parser().parse_args(['report', 'somewhere'])\n"
             "print(sorted(m for m in ('pandas', 'matplotlib', 'numpy') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from hpcsched.records import Exited, Launched, Reported, RunStarted, Running, TrialCreated
-from hpcsched.result import build_result
-from hpcsched.rundir import RunDir
-from hpcsched.scores import checkpoint_name
+from hpcsched.core.records import Exited, Launched, Reported, RunStarted, Running, TrialCreated
+from hpcsched.rundir.result import build_result
+from hpcsched.rundir.paths import RunDir
+from hpcsched.rundir.scores import checkpoint_name
 from hpcsched.spec import parse_experiment
-from hpcsched.state import RunState
+from hpcsched.core.state import RunState
 
 
 def _run(tmp_path, scores: dict[str, list[float]], R: int = 4):

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsched.records import (ControllerResumed, ControllerStopped, Exited, Launched, Reported, RunExtended,
-                              RunFinished, RunStarted, StopRequested, TrialCreated)
+from hpcsched.core.records import (ControllerResumed, ControllerStopped, Exited, Launched, Reported, RunExtended,
+                                   RunFinished, RunStarted, StopRequested, TrialCreated)
 from tests.runs import hpcsched, no_trial_processes_left, records, reports, start, wait_for, write_spec
 
 pytestmark = pytest.mark.slow

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hpcsched.errors import SpecError
-from hpcsched.records import RunExtended, RunStarted
-from hpcsched.runner import RunOptions, plan_deadline
+from hpcsched.core.errors import SpecError
+from hpcsched.core.records import RunExtended, RunStarted
+from hpcsched.loop.runner import RunOptions, plan_deadline
 from hpcsched.spec import parse_experiment
 
 

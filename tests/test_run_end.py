@@ -5,17 +5,17 @@ from __future__ import annotations
 import os
 import signal
 
-from hpcsched.clock import VirtualClock
-from hpcsched.controller import Controller, RunSettings
+from hpcsched.core.clock import VirtualClock
+from hpcsched.loop.controller import Controller, RunSettings
 from hpcsched.executors.sim import SimExecutor
-from hpcsched.journal import ListJournal
-from hpcsched.records import ControllerStopped, Reported, RunExtended, RunFinished
-from hpcsched.interrupts import TIME_LIMIT_WARNING, install_interrupts, restore_interrupts
+from hpcsched.rundir.journal import ListJournal
+from hpcsched.core.records import ControllerStopped, Reported, RunExtended, RunFinished
+from hpcsched.loop.interrupts import TIME_LIMIT_WARNING, install_interrupts, restore_interrupts
 from hpcsched.samplers import IndexSampler
-from hpcsched.scaling import named_scaling
+from hpcsched.core.scaling import named_scaling
 from hpcsched.schedulers import make_scheduler
 from hpcsched.spec import SchedulerSpec
-from hpcsched.state import LIVE, RunState
+from hpcsched.core.state import LIVE, RunState
 from tests.test_simulator import ListWorkload, linear_curve
 
 

@@ -5,9 +5,9 @@ import pickle
 
 import pytest
 
-from hpcsched.errors import RunDirError
-from hpcsched.rundir import RunDir
-from hpcsched.trial import load_checkpoint
+from hpcsched.core.errors import RunDirError
+from hpcsched.rundir.paths import RunDir
+from hpcsched.trial.context import load_checkpoint
 
 
 def test_created_private_and_never_overwritten(tmp_path):

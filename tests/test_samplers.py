@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from hpcsched.errors import SpecError, UserError
-from hpcsched.journal import read_journal
-from hpcsched.records import Reported, TrialCreated
+from hpcsched.core.errors import SpecError, UserError
+from hpcsched.rundir.journal import read_journal
+from hpcsched.core.records import Reported, TrialCreated
 from hpcsched.samplers import make_sampler
-from hpcsched.simulate import simulate_run
-from hpcsched.space import parse_space
+from hpcsched.loop.simulate import simulate_run
+from hpcsched.core.space import parse_space
 from hpcsched.spec import parse_experiment
 
 
@@ -224,7 +224,7 @@ def test_optuna_samplers_by_name_run_and_are_reproducible(name):
 
 
 def test_nsga2_learns_from_two_metrics_reported_together():
-    from hpcsched.records import TrialCreated
+    from hpcsched.core.records import TrialCreated
 
     spec = _spec({"name": "nsgaii", "startup_trials": 2, "random_fraction": 0, "objectives": {"size": "min"}},
                  space={"x": {"uniform": [0.0, 1.0]}})

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hpcsched.errors import SpecError
+from hpcsched.core.errors import SpecError
 from hpcsched.schedulers.sorted_scores import RunningQuantile
-from hpcsched.simulate import simulate_experiment
+from hpcsched.loop.simulate import simulate_experiment
 from hpcsched.spec import Experiment, load_experiment
 
 REPO = Path(__file__).resolve().parents[1]

@@ -3,20 +3,20 @@
 import numpy as np
 import pytest
 
-from hpcsched.clock import VirtualClock
-from hpcsched.controller import Controller, RunSettings
+from hpcsched.core.clock import VirtualClock
+from hpcsched.loop.controller import Controller, RunSettings
 from hpcsched.executors.base import LaunchRequest, TrialExit, TrialReport, TrialStarted
-from hpcsched.errors import SpecError
+from hpcsched.core.errors import SpecError
 from hpcsched.executors.sim import SimExecutor
 from hpcsched.samplers import IndexSampler, NoSpace
-from hpcsched.journal import ListJournal
-from hpcsched.records import Exited, Reported, Running, StopRequested
-from hpcsched.scaling import named_scaling
-from hpcsched.schedulers.decisions import DecisionSteps
+from hpcsched.rundir.journal import ListJournal
+from hpcsched.core.records import Exited, Reported, Running, StopRequested
+from hpcsched.core.scaling import named_scaling
+from hpcsched.core.decision_steps import DecisionSteps
 from hpcsched.schedulers import make_scheduler
 from hpcsched.spec import SchedulerSpec, parse_experiment
-from hpcsched.simulate import simulate_run
-from hpcsched.state import RunState
+from hpcsched.loop.simulate import simulate_run
+from hpcsched.core.state import RunState
 from hpcsched.workloads import Curve, oracle_score
 
 
@@ -279,7 +279,7 @@ def test_no_atom_idles_while_a_trial_could_still_report_a_step_when_trials_end_b
     """HyperSched: every run's idle atom-time, before a trial started then could no longer report a step,
     stays under one median step per atom; ASHA leaves atoms idle once its pool is screened and nothing
     is promotable."""
-    from hpcsched.simulate import simulate_experiment
+    from hpcsched.loop.simulate import simulate_experiment
 
     trace = tmp_path / "early.csv"
     _ending_early_trace(trace)

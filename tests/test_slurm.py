@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hpcsched.records import (ControllerResumed, ControllerStopped, Exited, Launched, Reported, RunExtended,
-                              RunFinished, RunStarted, StopRequested, TrialCreated)
+from hpcsched.core.records import (ControllerResumed, ControllerStopped, Exited, Launched, Reported, RunExtended,
+                                   RunFinished, RunStarted, StopRequested, TrialCreated)
 from tests.runs import REPO, no_trial_processes_left, pause_lags, records, reports, wait_for, write_spec
 from tests.slurm_jobs import UNANSWERED, controller_log, job_state, sbatch, steps, wait_job
 

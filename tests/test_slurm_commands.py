@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from hpcsched.atoms import AtomPool
-from hpcsched.errors import UserError
+from hpcsched.core.atoms import AtomPool
+from hpcsched.core.errors import UserError
 from hpcsched.executors.slurm import (CLEARED_VARIABLES, Allocation, NodeShare, hostfile_lines, master_port_for,
                                       parse_end_time, parse_job_details, slurm_resources, srun_command,
                                       step_environment, step_layout)
-from hpcsched.trial import TrialLaunch
+from hpcsched.trial.context import TrialLaunch
 
 SCONTROL = """JobId=4 JobName=wrap
    StartTime=2026-12-02T12:18:22 EndTime=2026-12-02T12:20:22 Deadline=N/A

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from hpcsched.space import Sampler, parse_space
+from hpcsched.core.space import Sampler, parse_space
 
 
 def _space(raw):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcsched.errors import SpecError
+from hpcsched.core.errors import SpecError
 from hpcsched.spec import load_experiment, parse_experiment
 
 REPO = Path(__file__).resolve().parents[1]
@@ -205,7 +205,7 @@ def test_numbers_written_as_ml_users_write_them_are_numbers(tmp_path):
 
 
 def test_profile_config_overrides_read_1e_minus_4_as_a_number():
-    from hpcsched.profiler import profiled_config
+    from hpcsched.cli.profiler import profiled_config
 
     spec = parse_experiment(GOOD).spec
     config = profiled_config(spec, ["weight_decay=1e-4", "name=1e-4x", "layers=3"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from hpcsched.status import render_status
+from hpcsched.cli.status import render_status
 
 
 def _status(closed_at: float | None, completed: bool) -> dict:
@@ -46,9 +46,9 @@ def test_status_of_an_open_run_and_an_answer_short_of_R():
 def test_status_json_counts_trials_from_the_journal_not_from_a_stale_result(tmp_path):
     import json
 
-    from hpcsched.records import Exited, Launched, RunStarted, TrialCreated
-    from hpcsched.rundir import RunDir
-    from hpcsched.status import collect_status
+    from hpcsched.core.records import Exited, Launched, RunStarted, TrialCreated
+    from hpcsched.rundir.paths import RunDir
+    from hpcsched.cli.status import collect_status
     from tests.test_analysis import write_records
 
     write_records(tmp_path / "events.jsonl", [

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hpcsched.records import (EntranceClosed, Exited, Launched, Reported, RunFinished,  # noqa: E402
-                              RunStarted, Running, StopRequested, TrialCreated, to_json)
+from hpcsched.core.records import (EntranceClosed, Exited, Launched, Reported, RunFinished,  # noqa: E402
+                                   RunStarted, Running, StopRequested, TrialCreated, to_json)
 
 
 def _line(record) -> str:

@@ -7,7 +7,7 @@
 The shared cifar10-resnets trace (R = 50, r = 2, eta = 4, 30 s per step on one atom, sqrt
 scaling, HyperSched's defaults) is run on the local backend (or, with ``--backend slurm``, as a
 controller job on the local Slurm cluster of tools/slurm_test_cluster.sh, each launch an srun step;
-run as root with the cluster started) with the replay trainable (hpcsched.replay: real processes
+run as root with the cluster started) with the replay trainable (hpcsched.trial.replay: real processes
 that sleep ``time-scale`` x the recorded time per step), then
 replayed in the simulator with the startup (``--startups median``: the measured median for every
 launch; ``measured``: each launch draws one of the measured startups), the per-step overhead and
@@ -37,10 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
-from hpcsched.journal import read_journal  # noqa: E402
-from hpcsched.records import (EntranceClosed, Exited, Launched, Reported, Running, RunStarted,  # noqa: E402
-                              StopRequested, TrialCreated)
-from hpcsched.simulate import simulate_run  # noqa: E402
+from hpcsched.rundir.journal import read_journal  # noqa: E402
+from hpcsched.core.records import (EntranceClosed, Exited, Launched, Reported, Running, RunStarted,  # noqa: E402
+                                   StopRequested, TrialCreated)
+from hpcsched.loop.simulate import simulate_run  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
 from results_page import publish  # noqa: E402
 
@@ -131,7 +131,7 @@ def summarize(records, scale: float) -> Summary:
 def real_run(trace: Path, seed: int, deadline: float, atoms: int, scale: float, work: Path,
              backend: str = "local") -> list:
     spec = {
-        "name": f"fidelity-{seed}", "trainable": "hpcsched.replay:train",
+        "name": f"fidelity-{seed}", "trainable": "hpcsched.trial.replay:train",
         "metric": {"name": "accuracy", "mode": "max"},
         "space": {"trace": str(trace), "step_time": STEP_TIME, "time_scale": scale, "scaling": SCALING,
                   "seed": seed, "draw": {"uniform": [0, 1]}},

@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO / "tools"))
 from bench_rule import DEADLINE_FACTORS, SYSTEMS, System, TraceRule, experiment_raw, rules  # noqa: E402
 from results_page import commit, publish  # noqa: E402
 
-from hpcsched.simulate import simulate_experiment  # noqa: E402
+from hpcsched.loop.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
 
 CURVES = REPO.parent / "shared" / "data" / "curves"

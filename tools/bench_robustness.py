@@ -39,7 +39,7 @@ from bench_trace_settings import (BASELINES, BLIND_NOTE, CURVES, SETTINGS, STEP_
                            picked_blind)
 from results_page import publish  # noqa: E402
 
-from hpcsched.simulate import simulate_experiment  # noqa: E402
+from hpcsched.loop.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
 
 OUT = REPO / "docs" / "results" / "robustness.md"

@@ -45,7 +45,7 @@ from bench_rule import (DEADLINE_FACTORS, System, TraceRule, configs_table,  # n
                         experiment_raw, rules)
 from results_page import commit, publish  # noqa: E402
 
-from hpcsched.simulate import simulate_experiment  # noqa: E402
+from hpcsched.loop.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
 
 OUT = REPO / "docs" / "results" / "samplers.md"

@@ -27,14 +27,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hpcsched.assembly import build_controller
-from hpcsched.clock import VirtualClock
+from hpcsched.loop.assembly import build_controller
+from hpcsched.core.clock import VirtualClock
 from hpcsched.executors.sim import SimExecutor
-from hpcsched.journal import NullJournal
-from hpcsched.records import Record
+from hpcsched.rundir.journal import NullJournal
+from hpcsched.core.records import Record
 from hpcsched.samplers import IndexSampler
 from hpcsched.spec import Spec, Variant, parse_experiment
-from hpcsched.state import RunState
+from hpcsched.core.state import RunState
 from hpcsched.workloads.synthetic import SyntheticWorkload
 
 KINDS = ("asha", "hypersched")

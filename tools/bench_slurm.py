@@ -27,8 +27,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from hpcsched.journal import read_journal  # noqa: E402
-from hpcsched.records import Launched, Reported, Running, StopRequested  # noqa: E402
+from hpcsched.rundir.journal import read_journal  # noqa: E402
+from hpcsched.core.records import Launched, Reported, Running, StopRequested  # noqa: E402
 from tests.slurm_jobs import job_state  # noqa: E402  (the local test cluster's helpers)
 
 BATCH = """#!/bin/bash

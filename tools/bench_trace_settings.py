@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
-from hpcsched.simulate import simulate_experiment  # noqa: E402
+from hpcsched.loop.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
 from results_page import publish  # noqa: E402
 

@@ -33,8 +33,8 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from hpcsched.errors import SpecError
-from hpcsched.simulate import simulate_experiment
+from hpcsched.core.errors import SpecError
+from hpcsched.loop.simulate import simulate_experiment
 from hpcsched.spec import Experiment, load_experiment
 
 SPECS = REPO / "experiments" / "sim"

@@ -6,6 +6,9 @@
 Names are imported on first use (PEP 562), so ``import hpcsched.analysis.report`` for the command
 line costs nothing until a report is built. Loading needs pandas; figures need matplotlib (the
 ``plot`` extra), imported when one is drawn. Columns: docs/analysis.md.
+
+May import: ``core`` and ``rundir`` (the files it reads). Never the loop, an executor, a policy, the
+trial side or the CLI.
 """
 
 from __future__ import annotations

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hpcsched.errors import RunDirError
-from hpcsched.mode import Mode
-from hpcsched.records import RECORD_TYPES, Exited, Launched, Reported, Running, StopRequested
-from hpcsched.scores import metric_number
-from hpcsched.state import LIVE, RunState
+from hpcsched.core.errors import RunDirError
+from hpcsched.core.mode import Mode
+from hpcsched.core.records import RECORD_TYPES, Exited, Launched, Reported, Running, StopRequested
+from hpcsched.rundir.scores import metric_number
+from hpcsched.core.state import LIVE, RunState
 
 from hpcsched.analysis.parse import JournalTable
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import pandas as pd
 
-from hpcsched.sim_layout import is_simulation_output
-from hpcsched.errors import RunDirError
-from hpcsched.mode import MODES, Mode
-from hpcsched.rundir import RunDir
-from hpcsched.records import ControllerResumed, EntranceClosed, RunExtended, RunFinished, RunStarted
+from hpcsched.rundir.sim_layout import is_simulation_output
+from hpcsched.core.errors import RunDirError
+from hpcsched.core.mode import MODES, Mode
+from hpcsched.rundir.paths import RunDir
+from hpcsched.core.records import ControllerResumed, EntranceClosed, RunExtended, RunFinished, RunStarted
 
 from hpcsched.analysis import frames
 from hpcsched.analysis.parse import JournalTable, parse_journal
@@ -223,7 +223,7 @@ def _best_of(reports: pd.DataFrame, mode: str) -> tuple[str | None, float | None
 
 def read_result(run_dir: Path | None) -> dict[str, Any] | None:
     """The run's result.json, or None when absent or unreadable."""
-    from hpcsched.result import read_result as read
-    from hpcsched.rundir import RunDir
+    from hpcsched.rundir.result import read_result as read
+    from hpcsched.rundir.paths import RunDir
 
     return None if run_dir is None else read(RunDir(run_dir))

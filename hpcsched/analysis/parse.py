@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hpcsched.errors import RunDirError
-from hpcsched.records import RECORD_TYPES, Record, Reported, from_json
+from hpcsched.core.errors import RunDirError
+from hpcsched.core.records import RECORD_TYPES, Record, Reported, from_json
 
 # how records.to_json + json.dumps(separators=(",", ":")) begin a Reported record
 _REPORT_PREFIX = b'{"kind":"reported","t":'

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from hpcsched.mode import Mode
+from hpcsched.core.mode import Mode
 
 COLUMNS = ("step", "scored", "paired", "rank_corr", "best_rank")
 MIN_PAIRS = 3  # fewer trials at both steps say nothing about a ranking

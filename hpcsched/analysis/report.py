@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hpcsched.errors import RunDirError, UserError
+from hpcsched.core.errors import RunDirError, UserError
 
 if TYPE_CHECKING:
     from hpcsched.analysis.loaders import Run
@@ -222,7 +222,7 @@ def write_simulation_report(sim: Simulation, out: Path, mode: str | None = None,
     from hpcsched.analysis.loaders import Run
     from hpcsched.analysis.plots import plot_gantt
     from hpcsched.analysis.sim_plots import CAPTIONS, DPI, informative_cell, plot_variants
-    from hpcsched.sim_layout import safe_name
+    from hpcsched.rundir.sim_layout import safe_name
 
     chosen = sim.cell_name(cell) if cell is not None else informative_cell(sim)
     out.mkdir(parents=True, exist_ok=True)

@@ -12,10 +12,10 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from hpcsched.errors import RunDirError
+from hpcsched.core.errors import RunDirError
 
 from hpcsched.analysis.loaders import Run
-from hpcsched.sim_layout import EVENTS, SEED_FILE as _SEED_FILE, SUMMARY as SUMMARY_NAME, safe_name
+from hpcsched.rundir.sim_layout import EVENTS, SEED_FILE as _SEED_FILE, SUMMARY as SUMMARY_NAME, safe_name
 
 
 def is_simulation(path: str | Path) -> bool:

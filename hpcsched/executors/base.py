@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
-from hpcsched.records import LaunchReason
-from hpcsched.schedulers.decisions import DecisionSteps
+from hpcsched.core.records import LaunchReason
+from hpcsched.core.decision_steps import DecisionSteps
 
 
 @dataclass(frozen=True)

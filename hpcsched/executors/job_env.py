@@ -52,7 +52,7 @@ class HpcschedJobEnvironment(JobEnvironment):
         return int(_first("HPCSCHED_LOCAL_RANK", "SLURM_LOCALID"))
 
     def _handle_signals(self, paths, submission) -> None:
-        """No submitit requeue handlers: hpcsched.trial.run_trial installs its own stop handlers."""
+        """No submitit requeue handlers: hpcsched.trial.context.run_trial installs its own stop handlers."""
 
     def _requeue(self, countdown: int) -> None:
         raise RuntimeError("hpcsched trials are never requeued by submitit; the controller relaunches them")

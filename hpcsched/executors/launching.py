@@ -1,9 +1,9 @@
 """Trial processes for real backends, built on submitit's pickling executor.
 
-Each launch of a trial pickles ``hpcsched.trial.run_trial(TrialLaunch)`` with submitit into
+Each launch of a trial pickles ``hpcsched.trial.context.run_trial(TrialLaunch)`` with submitit into
 ``trials/<id>/launches/`` and starts ``python -m submitit.core._submit`` there, directly
 (local) or through ``srun`` (SLURM). The controller follows the launch through its scores
-file (incremental, validated reads: scores.py), signals it to checkpoint and exit, and
+file (incremental, validated reads: rundir/scores.py), signals it to checkpoint and exit, and
 classifies its exit from the launch's exit line and the processes' exit codes. It never
 unpickles what a trial wrote (submitit's result pickle is left alone). A line that breaks the
 format ends that trial as errored, with the reason. Subclasses say where atoms are and how
@@ -32,15 +32,16 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from submitit.core import core
 
-from hpcsched.clock import Clock
+from hpcsched.core.clock import Clock
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.executors.processes import kill_group, kill_leftovers, pid_alive, send
-from hpcsched.failures import srun_environment_failure
-from hpcsched.rundir import RESERVE_BYTES, TrialPaths, launch_id_of
-from hpcsched.schedulers.decisions import DecisionSteps
-from hpcsched.scores import BadLine, ExitLine, ExitOutcome, ReportLine, ScoresReader, StartedLine, check_report
-from hpcsched.trial import STOP_SIGNALS, TrialLaunch, run_trial
-from hpcsched.verdict import Verdict, write_verdict
+from hpcsched.core.failures import srun_environment_failure
+from hpcsched.rundir.paths import RESERVE_BYTES, TrialPaths, launch_id_of
+from hpcsched.core.decision_steps import DecisionSteps
+from hpcsched.rundir.scores import BadLine, ExitLine, ReportLine, ScoresReader, StartedLine, check_report
+from hpcsched.core.outcomes import ExitOutcome
+from hpcsched.trial.context import STOP_SIGNALS, TrialLaunch, run_trial
+from hpcsched.rundir.verdict import Verdict, write_verdict
 
 log = logging.getLogger(__name__)
 

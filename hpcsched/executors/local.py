@@ -19,11 +19,11 @@ from typing import Any
 
 from submitit.core import utils
 
-from hpcsched.clock import Clock
-from hpcsched.errors import UserError
+from hpcsched.core.clock import Clock
+from hpcsched.core.errors import UserError
 from hpcsched.executors.launching import ProcessExecutor, ProcessSettings, inherited_environment
-from hpcsched.scores import TOKEN_VARIABLE
-from hpcsched.trial import TrialLaunch
+from hpcsched.rundir.scores import TOKEN_VARIABLE
+from hpcsched.trial.context import TrialLaunch
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import signal
 from pathlib import Path
 from typing import Iterable
 
-from hpcsched.scores import TOKEN_VARIABLE
+from hpcsched.rundir.scores import TOKEN_VARIABLE
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hpcsched.clock import Clock
+from hpcsched.core.clock import Clock
 from hpcsched.executors.base import Event, LaunchRequest, TrialExit, TrialReport, TrialStarted
-from hpcsched.scaling import Scaling
-from hpcsched.schedulers.decisions import DecisionSteps
-from hpcsched.scores import ExitOutcome, checkpoint_name
+from hpcsched.core.scaling import Scaling
+from hpcsched.core.decision_steps import DecisionSteps
+from hpcsched.rundir.scores import checkpoint_name
+from hpcsched.core.outcomes import ExitOutcome
 from hpcsched.workloads import Curve, Workload
 
 _START, _STEP, _EXIT = 0, 1, 2

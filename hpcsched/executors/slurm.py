@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from hpcsched.clock import Clock
-from hpcsched.errors import UserError
+from hpcsched.core.clock import Clock
+from hpcsched.core.errors import UserError
 from hpcsched.executors.launching import ProcessExecutor, ProcessSettings, inherited_environment
-from hpcsched.scores import TOKEN_VARIABLE
-from hpcsched.trial import TrialLaunch
+from hpcsched.rundir.scores import TOKEN_VARIABLE
+from hpcsched.trial.context import TrialLaunch
 
 # Inherited from the batch step they change what every step gets (SLURM_GPUS_PER_NODE: each step
 # takes all GPUs and steps serialise; SLURM_GPUS: steps fail). Verified on Slurm 22.05.

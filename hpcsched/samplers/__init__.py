@@ -5,7 +5,7 @@ journal record through ``observe(record)`` (live, and again in order when a run 
 so a model-based sampler rebuilds what it learnt from the journal alone. The scheduler keeps
 deciding fidelity, pauses and atoms; a sampler only proposes configurations.
 
-- ``random`` (default): :class:`hpcsched.space.Sampler`, grid points crossed with seeded draws.
+- ``random`` (default): :class:`hpcsched.core.space.Sampler`, grid points crossed with seeded draws.
 - ``tpe`` / ``gp`` / ``cmaes`` / ``nsgaii`` / ``nsgaiii``, or any class of ``optuna.samplers`` as
   ``optuna.<Class>``: Optuna's samplers through ask-and-tell, fitted as BOHB fits its model, on the
   highest step enough trials reached (:mod:`hpcsched.samplers.optuna_model`); with ``objectives``
@@ -18,6 +18,8 @@ deciding fidelity, pauses and atoms; a sampler only proposes configurations.
 A sampler may have ``choose(index, candidates) -> position``: where the run draws from a fixed pool
 (a trace replayed with its configurations table) it is asked to pick among the unused ones instead of
 proposing a point whose nearest recorded configuration is replayed.
+
+May import: ``core`` only (the records a sampler learns from, the space it proposes in).
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from hpcsched.records import Record
-from hpcsched.space import Sampler, Space
+from hpcsched.core.records import Record
+from hpcsched.core.space import Sampler, Space
 
 OPTUNA_NAMES = {"tpe": "TPESampler", "gp": "GPSampler", "cmaes": "CmaEsSampler", "nsgaii": "NSGAIISampler",
                 "nsgaiii": "NSGAIIISampler"}  # short names of Optuna's samplers

@@ -22,10 +22,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hpcsched.mode import Mode
-from hpcsched.records import Record, Reported, TrialCreated
+from hpcsched.core.mode import Mode
+from hpcsched.core.records import Record, Reported, TrialCreated
 from hpcsched.samplers.evidence import fit_step, score_at
-from hpcsched.space import Param, Sampler, Space
+from hpcsched.core.space import Param, Sampler, Space
 
 CANDIDATES = 64  # BOHB's number of samples from the good density per proposal
 BANDWIDTH_FACTOR = 3.0  # BOHB's widening of the good density's bandwidths when drawing candidates

@@ -30,11 +30,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hpcsched.errors import UserError
-from hpcsched.records import Record, Reported, TrialCreated
+from hpcsched.core.errors import UserError
+from hpcsched.core.records import Record, Reported, TrialCreated
 from hpcsched.samplers import optuna_class_name
 from hpcsched.samplers.evidence import fit_step, score_at
-from hpcsched.space import Param, Sampler, Space
+from hpcsched.core.space import Param, Sampler, Space
 
 log = logging.getLogger(__name__)
 

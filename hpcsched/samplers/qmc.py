@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from hpcsched.space import Sampler, Space
+from hpcsched.core.space import Sampler, Space
 
 
 class QmcSampler:
-    """Grid points as :class:`hpcsched.space.Sampler`; random parameters from Sobol point ``index``. (It has
+    """Grid points as :class:`hpcsched.core.space.Sampler`; random parameters from Sobol point ``index``. (It has
     no ``choose``: in a fixed pool, each trial replays the configuration nearest its point.)"""
 
     def __init__(self, space: Space, seed: int):

@@ -1,4 +1,12 @@
-"""Scheduling policies: pure objects that observe records and return typed decisions."""
+"""Scheduling policies: pure objects that observe records and return typed decisions.
+
+``decisions``: what a policy sees and returns; ``asha``, ``hypersched``, ``baselines`` (random search,
+one-epoch): the policies; the rest are HyperSched's parts (rungs, kept fractions, the entrance, pace,
+live trials, allocation) and running rankings (``sorted_scores``).
+
+May import: ``core`` and ``spec`` (``SchedulerSpec``). Never a file format (``rundir``), the trial side,
+an executor, the loop or the CLI: a policy touches no process, file or clock.
+"""
 
 from __future__ import annotations
 

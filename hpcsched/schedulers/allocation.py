@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpcsched.scaling import Scaling
+from hpcsched.core.scaling import Scaling
 
 
 def allowed_size(atoms: int, grid: int) -> int:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 
-from hpcsched.mode import Mode
-from hpcsched.records import Exited, Launched, Record, Reported, StopRequested
-from hpcsched.schedulers.decisions import (Decision, DecisionSteps, PauseTrial, ResumeTrial, Situation, StartTrial,
-                                           StopTrial, rung_steps)
+from hpcsched.core.mode import Mode
+from hpcsched.core.records import Exited, Launched, Record, Reported, StopRequested
+from hpcsched.schedulers.decisions import (Decision, PauseTrial, ResumeTrial, Situation, StartTrial, StopTrial,
+                                           rung_steps)
+from hpcsched.core.decision_steps import DecisionSteps
 from hpcsched.schedulers.rungs import Rung, TopFractionBracket, milestones
 from hpcsched.spec import SchedulerSpec
-from hpcsched.state import TrialStatus, TrialView
+from hpcsched.core.state import TrialStatus, TrialView
 
 
 class ASHA:

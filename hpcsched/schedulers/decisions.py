@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, Union
 
-from hpcsched.records import Record
-from hpcsched.state import TrialView
+from hpcsched.core.records import Record
+from hpcsched.core.decision_steps import DecisionSteps
+from hpcsched.core.state import TrialView
 
 
 @dataclass(frozen=True)
@@ -79,21 +80,6 @@ def new_trials(slots: int, atoms: int, trials_left: int | None) -> list[StartTri
     """``slots`` new trials on ``atoms`` atoms each, no more than ``trials_left`` (None: unlimited)."""
     count = max(0, slots if trials_left is None else min(slots, trials_left))
     return [StartTrial(atoms)] * count
-
-
-@dataclass(frozen=True)
-class DecisionSteps:
-    """The steps after which a policy may pause or stop a trial on that trial's own report.
-
-    A real trial waits there, after its checkpoint, for the controller's verdict, so a pause
-    decided at step k leaves the trial at step k (the simulator's assumption). ``every_step``:
-    any report may be one (speculative retrospective pauses)."""
-
-    steps: tuple[int, ...] = ()
-    every_step: bool = False
-
-    def __contains__(self, step: int) -> bool:
-        return self.every_step or step in self.steps
 
 
 def rung_steps(milestones: list[int] | tuple[int, ...], max_steps: int) -> DecisionSteps:

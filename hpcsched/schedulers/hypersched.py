@@ -26,18 +26,19 @@ from __future__ import annotations
 
 import math
 
-from hpcsched.mode import Mode
-from hpcsched.records import EntranceClosed, Exited, Launched, Record, Reported, Running, StopIntent, StopRequested
+from hpcsched.core.mode import Mode
+from hpcsched.core.records import EntranceClosed, Exited, Launched, Record, Reported, Running, StopIntent, StopRequested
 from hpcsched.schedulers.allocation import allowed_size, worth_resizing
-from hpcsched.schedulers.decisions import (CloseEntrance, Decision, DecisionSteps, PauseTrial, ResizeTrial,
-                                           ResumeTrial, Situation, StartTrial, StopTrial, rung_steps)
+from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial, Situation,
+                                           StartTrial, StopTrial, rung_steps)
+from hpcsched.core.decision_steps import DecisionSteps
 from hpcsched.schedulers.entrance import BestByStep, Entrance, Moment
 from hpcsched.schedulers.kept import KeptFractions
 from hpcsched.schedulers.live import LiveTrials
 from hpcsched.schedulers.pace import Pace
 from hpcsched.schedulers.rungs import Rung, SpeculativeBracket, TopFractionBracket, milestones
 from hpcsched.spec import SchedulerSpec
-from hpcsched.state import TrialStatus, TrialView
+from hpcsched.core.state import TrialStatus, TrialView
 
 NO_STANDING = (-1.0, -math.inf)  # a trial below the first rung, before its first report
 

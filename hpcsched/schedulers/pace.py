@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 
-from hpcsched.scaling import Scaling
+from hpcsched.core.scaling import Scaling
 from hpcsched.schedulers.sorted_scores import RunningQuantile
 
 OWN_STEP_TIMES = 8  # a trial's step time: the median of its last this many measurements

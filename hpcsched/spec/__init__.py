@@ -3,7 +3,11 @@
 ``model`` holds the dataclasses (each section's keys), ``fields`` the section reader and value
 parsers, ``sections`` one parser per section, ``document`` the file, its bounds and its matrix.
 Every problem names its field path and the offending value; all problems of a file are collected
-into one SpecError before anything runs.
+into one SpecError before anything runs. With them ``yaml_text`` (every YAML read from a user) and
+``profile_file`` (measured speedups).
+
+May import: ``core``, ``samplers`` and ``workloads`` (the sampler names and the trace and configuration
+tables a spec is checked against).
 """
 
 from hpcsched.spec.document import TOP_KEYS, load_experiment, load_spec, parse_experiment, read_yaml, single_spec

@@ -15,15 +15,15 @@ from typing import Any, Mapping
 
 import yaml
 
-from hpcsched.errors import SpecError, shown
+from hpcsched.core.errors import SpecError, shown
 from hpcsched.samplers import SamplerSpec
-from hpcsched.space import Space, parse_space
+from hpcsched.core.space import Space, parse_space
 from hpcsched.spec import fields as f
 from hpcsched.spec.model import (MAX_MATRIX_CELLS, MAX_SPEC_BYTES, MAX_SPEC_VALUES, Cell, ControllerSpec, Experiment,
                                  MetricSpec, ResourcesSpec, Spec, Variant)
 from hpcsched.spec.sections import (check_sampler, parse_controller, parse_metric, parse_resources, parse_sampler,
                                     parse_scheduler, parse_variants, parse_workload)
-from hpcsched.yaml_text import MAX_DEPTH, load_yaml
+from hpcsched.spec.yaml_text import MAX_DEPTH, load_yaml
 
 # the document's top-level keys: the Spec's fields as written in a file, and the matrix over them
 TOP_KEYS = tuple(x.name for x in fields(Spec) if x.name not in ("source", "raw")) + ("matrix",)

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from hpcsched.durations import parse_duration
-from hpcsched.errors import shown
-from hpcsched.scaling import Scaling, parse_scaling
+from hpcsched.core.durations import parse_duration
+from hpcsched.core.errors import shown
+from hpcsched.core.scaling import Scaling, parse_scaling
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", re.ASCII)  # a run name is a directory name
 

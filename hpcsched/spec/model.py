@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from hpcsched.errors import SpecError, shown
-from hpcsched.failures import DEFAULT_MAX_FAILURES
+from hpcsched.core.errors import SpecError, shown
+from hpcsched.core.failures import DEFAULT_MAX_FAILURES
 from hpcsched.samplers import SamplerSpec
-from hpcsched.scaling import Scaling, named_scaling
-from hpcsched.space import Space
+from hpcsched.core.scaling import Scaling, named_scaling
+from hpcsched.core.space import Space
 
 SCHEDULER_KINDS = ("asha", "hypersched", "random", "one_epoch")
 ALLOCATION_POLICIES = ("uniform", "top_job", "none")

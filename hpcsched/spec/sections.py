@@ -12,17 +12,17 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from hpcsched.errors import shown
-from hpcsched.mode import MODES
+from hpcsched.core.errors import shown
+from hpcsched.core.mode import MODES
 from hpcsched.samplers import (EXTRA_FOR, OPTUNA_PREFIX, SAMPLER_NAMES, SamplerSpec, is_model, is_optuna,
                                missing_modules, optuna_class_name)
-from hpcsched.scaling import Scaling
-from hpcsched.scores import NON_FINITE_POLICIES
-from hpcsched.space import Space
+from hpcsched.core.scaling import Scaling
+from hpcsched.core.outcomes import NON_FINITE_POLICIES
+from hpcsched.core.space import Space
 from hpcsched.spec import fields as f
-from hpcsched.spec.model import (ALLOCATION_POLICIES, ASHA_ONLY, COMMON_SCHEDULER_KEYS, MAX_ATOMS, MAX_ETA,
-                                 MAX_STEPS, REMOVED_SCHEDULER_KEYS, RUNG_TRUST, SCHEDULER_KINDS, WORKLOAD_KINDS,
-                                 ControllerSpec, MetricSpec, ResourcesSpec, SchedulerSpec, Variant, WorkloadSpec)
+from hpcsched.spec.model import (ALLOCATION_POLICIES, ASHA_ONLY, COMMON_SCHEDULER_KEYS, MAX_ATOMS, MAX_ETA, MAX_STEPS,
+                                 REMOVED_SCHEDULER_KEYS, RUNG_TRUST, SCHEDULER_KINDS, WORKLOAD_KINDS, ControllerSpec,
+                                 MetricSpec, ResourcesSpec, SchedulerSpec, Variant, WorkloadSpec)
 
 Table = Mapping[str, Callable[[Any], Any]]
 PROFILE_KEY = "profile"  # scheduler.profile: a profile file that gives scaling and startup_estimate
@@ -150,7 +150,7 @@ def parse_controller(raw: object, problems: list[str]) -> ControllerSpec:
 
 def _profile(value: Any, base_dir: Path) -> tuple[Scaling, float | None]:
     """A profile file written by ``hpcsched profile``: its speedup table and startup estimate."""
-    from hpcsched.profile_file import read_profile
+    from hpcsched.spec.profile_file import read_profile
 
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"expected the path of a profile file, got {shown(value)}")

@@ -9,4 +9,7 @@ Modules (import them directly; only ``schedule`` works without torch):
 - ``data``: batching over shards, torch-only augmentation, synthetic and on-disk image sets.
 - ``resnet``: ResNets for 32x32 (CIFAR) and 224x224 (ImageNet) images, any width.
 - ``loop``: ``train_classifier(config, ctx, recipe)``, the epoch loop the examples share.
+- ``lightning``, ``huggingface``: a Lightning or transformers ``Trainer`` as a trial.
+
+May import: ``trial`` and ``core``.
 """

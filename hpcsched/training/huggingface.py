@@ -28,7 +28,7 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from hpcsched.trial import ExitRequested, TrialContext
+from hpcsched.trial.context import ExitRequested, TrialContext
 
 CHECKPOINT_KEY = "huggingface_checkpoint"  # the checkpoint's one entry: {file name in the folder: bytes}
 RESUME_DIR = "hf-resume"  # under the trial's directory: where resume_from unpacks the checkpoint

@@ -24,7 +24,7 @@ from typing import Any
 
 import lightning.pytorch as pl
 
-from hpcsched.trial import STOP_SIGNALS, ExitRequested, SelfSaving, TrialContext
+from hpcsched.trial.context import STOP_SIGNALS, ExitRequested, SelfSaving, TrialContext
 
 
 class HpcschedCallback(pl.Callback):

@@ -149,7 +149,7 @@ def _evaluate(module: nn.Module, batches, recipe: Recipe, device: torch.device) 
 def load_model(checkpoint_path: str, build_model: Callable[[dict[str, Any]], nn.Module]) -> nn.Module:
     """Rebuild a model trained by ``train_classifier`` from one of its checkpoints (e.g. the one
     result.json names): ``build_model(config)`` makes the network, the checkpoint its weights."""
-    from hpcsched.trial import load_checkpoint
+    from hpcsched.trial.context import load_checkpoint
 
     state = load_checkpoint(checkpoint_path)
     model = build_model(state["config"])

@@ -1,4 +1,10 @@
-"""Workloads the simulator replays: each trial follows one learning curve from a finite pool."""
+"""Workloads the simulator replays: each trial follows one learning curve from a finite pool.
+
+``synthetic``: the authors' curve; ``trace``: recorded curves (``trial,step,score[,time]``); ``configs``:
+recorded curves with their configurations table.
+
+May import: ``core`` only.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,8 @@ from typing import Any, Mapping, Protocol
 
 import numpy as np
 
-from hpcsched.mode import Mode
-from hpcsched.scaling import Scaling
+from hpcsched.core.mode import Mode
+from hpcsched.core.scaling import Scaling
 
 
 @dataclass(frozen=True)

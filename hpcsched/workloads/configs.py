@@ -18,8 +18,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from hpcsched.errors import shown
-from hpcsched.space import INTEGER_KINDS, Param, Space
+from hpcsched.core.errors import shown
+from hpcsched.core.space import INTEGER_KINDS, Param, Space
 from hpcsched.workloads import Curve
 
 TRIAL_COLUMN = "trial"
