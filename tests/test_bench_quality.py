@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -156,3 +158,23 @@ def test_the_samplers_bench_replays_a_trace_with_its_configurations_beside_the_s
     assert text.split("\n## Samplers on")[0].rstrip("\n") in shown  # the same figures, from the kept runs
     assert "against the best peer: worse in 3, par in 0, better in 0 of 3 cells." in shown
     assert len([line for line in shown.splitlines() if line.startswith("| lcbench-1 | ") and "| high |" in line]) == 3
+    # runs kept in two folders, each sampler from the first folder that has it: the same figures, each part's commit
+    only_random, with_kde = tmp_path / "only-random", tmp_path / "with-kde"
+    only_random.mkdir()
+    real[real["sampler.name"] == "random"].to_csv(only_random / "real.csv", index=False)
+    (only_random / "synthetic.csv").write_text((raw / "synthetic.csv").read_text())
+    meta = json.loads((raw / "meta.json").read_text())
+    (only_random / "meta.json").write_text(json.dumps({**meta, "samplers": ["random"], "provenance": [
+        {"samplers": ["random"], "used": ["random"], "seconds": 1.0, "commit": "0ddba11"}]}))
+    shutil.copytree(raw, with_kde)
+    (with_kde / "meta.json").write_text(json.dumps({**meta, "provenance": [
+        {"samplers": ["random", "kde"], "used": ["random", "kde"], "seconds": 2.0, "commit": "feedbee"}]}))
+    merged = tmp_path / "merged.md"
+    assert samplers.main(["--from-raw", str(only_random), str(with_kde), "--out", str(merged)]) == 0
+    table = merged.read_text().split("\n## Samplers on")[0]
+    assert ("`--samplers random` in 1 s on commit 0ddba11; `--samplers random kde` in 2 s on commit feedbee "
+            "(its kde rows); rendered together by `--from-raw`") in table
+    assert table.split("Seeds 0..")[1] == text.split("\n## Samplers on")[0].split("Seeds 0..")[1]
+    (with_kde / "meta.json").write_text(json.dumps({**meta, "real_seeds": 3}))
+    with pytest.raises(SystemExit):
+        samplers.main(["--from-raw", str(only_random), str(with_kde), "--out", str(merged)])
