@@ -34,11 +34,19 @@ def job_state(job_id: str) -> str:
     return out.stdout.strip()
 
 
+def job_details(job_id: str) -> str:
+    """What Slurm says of the job (``scontrol show job``), for a failed assertion's message."""
+    out = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True)
+    return out.stdout + out.stderr
+
+
 def wait_job(job_id: str, timeout: float = 300) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if not job_state(job_id):
-            return
+            time.sleep(1)  # and not just unlisted for a moment (around a requeue)
+            if not job_state(job_id):
+                return
         time.sleep(1)
     subprocess.run(["scancel", job_id])
     raise TimeoutError(f"job {job_id} still running after {timeout}s")
