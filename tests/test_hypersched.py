@@ -2,13 +2,14 @@
 
 import math
 
+import numpy as np
 import pytest
 
-from hpcsched.core.records import EntranceClosed
+from hpcsched.core.records import EntranceClosed, Exited
 from hpcsched.core.scaling import named_scaling
 from hpcsched.schedulers.decisions import CloseEntrance, PauseTrial, ResizeTrial, ResumeTrial, StartTrial, StopTrial
 from hpcsched.schedulers.entrance import BestByStep, Entrance, Moment
-from hpcsched.schedulers.kept import KeptFractions
+from hpcsched.schedulers.kept import KeptFractions, kept_fraction, population_covariance
 from hpcsched.schedulers.rungs import Rung
 from tests.harness import Harness
 
@@ -229,46 +230,50 @@ def _rungs(levels: int, eta: float = 4) -> list[Rung]:
     return [Rung(m, eta, level) for level, m in enumerate((1, 4, 16, 64)[:levels])]
 
 
-def _arrive(rungs: list[Rung], kept: KeptFractions, level: int, scores: dict[str, float]) -> None:
-    """Record each trial's score at rung ``level`` and tell the kept fractions."""
+def _arrive(rungs: list[Rung], level: int, scores: dict[str, float]) -> None:
     for trial_id, score in scores.items():
         rungs[level].record(trial_id, score)
-        kept.recorded(trial_id, level)
 
 
-def test_kept_fraction_is_successive_halvings_until_later_rungs_show_where_the_leaders_ranked():
+def test_a_rung_keeps_successive_halvings_share_where_it_ranks_well_and_half_where_it_tells_nothing():
+    assert kept_fraction(1.0, 400, 4) == 0.25
+    assert kept_fraction(0.0, 400, 4) == pytest.approx(0.5) and kept_fraction(-0.4, 400, 4) == pytest.approx(0.5)
+    # rho 0.5 among 100 trials: z = 2.326, x* = z (1 - sqrt(0.75)) / 0.5 = 0.623, 1 - Phi(x*) = 0.2665
+    assert kept_fraction(0.5, 100, 4) == pytest.approx(0.2665, abs=1e-3)
+    shares = [kept_fraction(rho, 400, 4) for rho in (0.1, 0.2, 0.3, 0.4)]
+    assert shares == sorted(shares, reverse=True) and shares[-1] < shares[0]  # the better it ranks, the fewer
+    assert kept_fraction(0.2, 1000, 4) < kept_fraction(0.2, 50, 4)  # the more trials, the harder to be the best
+
+
+def test_the_population_correlation_is_recovered_from_a_run_that_chose_who_went_on():
+    rng = np.random.default_rng(0)
+    n = 4000
+    x0 = rng.standard_normal(n)
+    x1 = 0.8 * x0 + 0.6 * rng.standard_normal(n)
+    final = 0.5 * x1 + math.sqrt(0.75) * rng.standard_normal(n)  # corr(x0, final) = 0.4
+    went_on = x0 >= np.quantile(x0, 0.75)  # successive halving: the best quarter reach the next rung ...
+    ended = went_on & (x1 >= np.quantile(x1[went_on], 0.75))  # ... and the best quarter of those the end
+    rows = [np.zeros((0, 1)), np.column_stack([x0[went_on], x1[went_on]]),
+            np.column_stack([x0[ended], x1[ended], final[ended]])]
+    cov = population_covariance(rows)
+    assert cov[0, 2] / math.sqrt(cov[0, 0] * cov[2, 2]) == pytest.approx(0.4, abs=0.15)
+    assert np.corrcoef(x0[ended], final[ended])[0, 1] < 0.25  # what the trials that ended show by themselves
+    # too few rows for a variable: the covariance stops before it
+    assert population_covariance([rows[0], rows[1][:5]]).shape == (1, 1)
+
+
+def test_kept_fractions_follow_the_final_scores_once_trials_end():
     rungs = _rungs(3)
     kept = KeptFractions(3, 4, lambda level: rungs[level])
-    _arrive(rungs, kept, 0, {f"t{i}": 1.0 - i / 100 for i in range(40)})  # trial i ranks i-th at rung 0
-    assert kept.keep(0) == 0.25 and kept.keep(2) == 0.25  # no later evidence; the top rung keeps 1/eta
-    # the best eight at rung 0 reach rung 1 in the same order: leaders from the top
-    _arrive(rungs, kept, 1, {f"t{i}": 0.5 - i / 100 for i in range(8)})
-    assert kept.keep(0) == 0.25
-    assert kept.quantile(0) == pytest.approx(0.75)
-
-
-def test_leaders_spread_across_the_kept_band_widen_it():
-    rungs = _rungs(3)
-    kept = KeptFractions(3, 4, lambda level: rungs[level])
-    _arrive(rungs, kept, 0, {f"t{i}": 1.0 - i / 100 for i in range(40)})
-    # the eight promoted from rung 0 arrive at rung 2 in the reverse order
-    _arrive(rungs, kept, 2, {f"t{i}": 0.1 + i / 100 for i in range(8)})
-    # the leaders at rung 2 (the best quarter: t7, t6) ranked 7th and 6th of 40 at rung 0
-    assert kept.keep(0) == pytest.approx(3 * (6.5 / 40))
-    # later evidence from further down the rung: the band widens to all
-    _arrive(rungs, kept, 2, {f"t{i}": 0.5 + i / 100 for i in range(8, 40, 4)})
-    assert kept.keep(0) == 1.0
-
-
-def test_the_furthest_rung_with_enough_arrivals_is_the_evidence():
-    rungs = _rungs(3)
-    kept = KeptFractions(3, 4, lambda level: rungs[level])
-    _arrive(rungs, kept, 0, {f"t{i}": 1.0 - i / 100 for i in range(16)})
-    _arrive(rungs, kept, 1, {f"t{i}": 0.9 - i / 100 for i in range(4)})  # rung 1 agrees with rung 0 ...
-    assert kept.keep(0) == 0.25
-    # ... rung 2 does not: it is further, and has four arrivals
-    _arrive(rungs, kept, 2, {f"t{i}": 0.5 + i / 100 for i in range(4)})
-    assert kept.keep(0) == pytest.approx(3 * 3 / 16)
+    _arrive(rungs, 0, {f"t{i}": 1.0 - i / 100 for i in range(64)})  # trial i ranks i-th at rung 0
+    assert kept.keep(0) == 0.25 and kept.keep(2) == 0.25  # nothing later yet; the top rung keeps 1/eta
+    _arrive(rungs, 1, {f"t{i}": 0.5 - i / 100 for i in range(32)})  # the best half go on, in the same order
+    _arrive(rungs, 2, {f"t{i}": 0.5 - i / 100 for i in range(16)})
+    assert kept.keep(0) == pytest.approx(0.25) and kept.keep(1) == pytest.approx(0.25)
+    for i in range(16):  # but they end in the reverse order: the rungs' order told nothing of the end
+        kept.finished(f"t{i}", 0.2 + i / 100)
+    assert kept.keep(0) == pytest.approx(0.5) and kept.keep(1) == pytest.approx(0.5)
+    assert kept.quantile(0) == pytest.approx(0.5)
 
 
 def test_a_learned_kept_fraction_promotes_trials_just_below_the_cut():
@@ -276,14 +281,25 @@ def test_a_learned_kept_fraction_promotes_trials_just_below_the_cut():
     scheduler = h.scheduler
     for i in range(16):
         scheduler.bracket.evaluate(f"t{i}", 1, 1.0 - i / 100)
-        scheduler.kept.recorded(f"t{i}", 0)
-    assert not math.isclose(scheduler.kept.keep(0), 0.5)
-    for i in range(4):  # the four at rung 2 rank in reverse of rung 0: t3 leads
-        for level, step in ((1, 4), (2, 16)):
-            scheduler.bracket.evaluate(f"t{i}", step, 0.1 + i / 100)
-            scheduler.kept.recorded(f"t{i}", level)
-    assert scheduler.kept.keep(0) == pytest.approx(3 * 3 / 16)
+    assert scheduler.kept.keep(0) == 0.25
+    assert not scheduler.bracket.rungs[-1].in_top_fraction(1.0 - 5 / 100, scheduler.kept.keep(0))
+    for i in range(12):  # at rung 4 they rank in reverse of rung 1
+        scheduler.bracket.evaluate(f"t{i}", 4, 0.1 + i / 100)
+    assert scheduler.kept.keep(0) == pytest.approx(0.5)
     assert scheduler.bracket.rungs[-1].in_top_fraction(1.0 - 5 / 100, scheduler.kept.keep(0))  # t5 now goes on
+
+
+def test_hypersched_tells_the_kept_fractions_the_score_each_trial_ended_with():
+    h = Harness(atoms=2, deadline=1000.0, r=1, R=8, eta=4)
+    h.start("a")
+    h.start("b")
+    h.report("a", 8, 0.7)  # trained to R
+    h.report("b", 3, 0.4)
+    h.commit(Exited(h.now, "b", "finished", 3))  # its curve ended at step 3
+    h.start("c")
+    h.report("c", 2, 0.9)
+    h.pause("c")  # paused: it has not ended
+    assert h.scheduler.kept.finals.recorded == {"a": 0.7, "b": 0.4}
 
 
 # ---------------------------------------------------------------- the overhead-aware test

@@ -2,8 +2,9 @@
 
 - Exploring: ASHA's rungs and promotions. At a rung a trial goes on when its score there is among
   the rung's kept fraction; a free atom takes the best promotable paused trial, else a new trial.
-  ``rung_trust: learned`` (ours): the kept fraction follows where the trials that lead at a later
-  rung ranked at this one (schedulers/kept.py); ``fixed``: successive halving's 1/eta.
+  ``rung_trust: learned`` (ours): a rung keeps the trials that could still end as the run's best, by the
+  rung's correlation with the final scores, corrected for the run's own selection (schedulers/kept.py);
+  ``fixed``: successive halving's 1/eta.
   ``speculative: true`` (the paper's): a first arrival at a rung goes on, and at any report a
   trial whose score at a passed rung is below that rung's cutoff is paused.
 - A pause costs a relaunch: a rung pauses a trial only when something better takes its atom (a new
@@ -73,6 +74,7 @@ class HyperSched:
         self._caps: dict[int, int] = {}
         self._running_since: dict[str, float] = {}  # when each trial's current launch started training
         self._last_report: dict[str, float] = {}
+        self._last_score: dict[str, float] = {}  # each trial's last reported score (normalised)
         self._below_rungs: dict[str, None] = {}  # paused trials that recorded no rung score, in pause order
 
     # ------------------------------------------------------------ observing
@@ -108,8 +110,10 @@ class HyperSched:
         self.by_step.add(record.step, score)
         self._steps[record.trial] = max(record.step, self._steps.get(record.trial, 0))
         self._last_report[record.trial] = record.t
+        self._last_score[record.trial] = score
         live = record.trial in self.live.atoms
         if record.step >= self.spec.R:
+            self.kept.finished(record.trial, score)
             if live:
                 self._verdicts[record.trial] = StopTrial(record.trial, "max_steps")
             return
@@ -136,9 +140,6 @@ class HyperSched:
             recorded = self._rung(level).recorded.get(trial_id)
             if recorded is not None:
                 self._standing[trial_id] = (float(level), recorded)
-                for lower in range(level, -1, -1):
-                    if trial_id in self._rung(lower).recorded:
-                        self.kept.recorded(trial_id, lower)
                 break
         return rung
 
@@ -151,6 +152,8 @@ class HyperSched:
             self.pace.add_stop(record.t - asked)
         self._verdicts.pop(record.trial, None)
         rung = self._pause_rung.pop(record.trial, None)
+        if trial is not None and trial.status == TrialStatus.COMPLETED and record.trial in self._last_score:
+            self.kept.finished(record.trial, self._last_score[record.trial])  # (its curve ended before R)
         if trial is None or trial.status != TrialStatus.PAUSED:  # done: completed, stopped, errored
             self._resizing.discard(record.trial)  # (a resize that ended the trial instead)
             self.pace.forget(record.trial)

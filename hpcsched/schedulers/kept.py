@@ -1,19 +1,27 @@
-"""How many of a rung's trials go on: where the trials that lead later ranked at that rung.
+"""How many of a rung's trials go on: those that could still end as the run's best.
 
-Successive halving keeps the best ``1/eta`` of the scores recorded at a rung. That is right where a
-rung's ranking already tells the leaders apart, and wrong where the configurations that end best
-start slowly (a lower learning rate): their rung scores sit just below the cut and they are paused
-for good. A run can see which of the two holds from its own trials. Of the trials recorded both at
-rung ``k`` and at the furthest later rung that ``LATER_EVIDENCE`` of them reached, take the leaders
-there (the best ``1/eta`` by their later score) and read where they ranked at rung ``k`` (0: first,
-1: last). Leaders that came from the top of the rung say the cut is safe; leaders spread across the
-kept band (its median rank at half the band) say the rung's ranking told nothing within it, and the
-band widens. The kept fraction is
+A rung score foretells a final score only as well as the two correlate, and that differs by family:
+on LCBench's MLPs a trial's second epoch ranks it well, on lstm-ptb or the CIFAR-10 ResNets the
+configurations that end best start slowly. A run measures the correlation from its own trials:
 
-    keep_k = min(1, max(1 / eta, WIDEN * median rank of the leaders))
+1. **Normal scores.** Each rung's scores, and the final ones (at R, or where a curve ended by itself),
+   become normal scores by their rank there, so that no score scale (perplexity's outliers) matters.
+2. **Corrected for the run's own selection.** Only trials that did well at a rung reach the next, so
+   the raw correlation among the trials seen at both is range-restricted. But the run chose them by
+   scores it recorded: the later scores are missing at random given the earlier ones, in a monotone
+   pattern, and the Gaussian likelihood factors into one regression per rung on the rungs before it
+   (Anderson 1957). Those regressions give the whole population's covariance, hence the correlation
+   rho of each rung with the furthest variable estimated (the final score once enough trials ended).
+3. **At least a fresh trial's chance.** A trial goes on when its chance to end as the run's best is at
+   least that of a new trial, 1/N (N: the trials the run has started). With correlation rho between
+   a rung's normal score x and the final one, that holds above x* = z (1 - sqrt(1 - rho^2)) / rho,
+   z = Phi^-1(1 - 1/N), so the rung keeps
 
-so that leaders spread evenly through a band widen it by half each time, and leaders from the top
-narrow it to successive halving's ``1/eta``. The top rung keeps ``1/eta`` (nothing later to read).
+       keep = max(1/eta, 1 - Phi(x*))
+
+   successive halving's 1/eta where the rung ranks well (rho near 1), up to a half where it tells
+   nothing (rho at or below 0). Before a later variable can be estimated, 1/eta.
+
 Scores are normalised: higher is better.
 """
 
@@ -21,12 +29,51 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from statistics import NormalDist
+
+import numpy as np
 
 from hpcsched.schedulers.rungs import Rung
-from hpcsched.schedulers.sorted_scores import Ranking
 
-WIDEN = 3.0  # the kept fraction over the leaders' median rank (2 would keep an evenly spread band as it is)
-MOST_LEADERS = 32  # leaders read per rung at most (the best of the later rung's arrivals)
+MIN_ROWS = 8  # trials a rung's regression needs beyond its coefficients
+MOST_ROWS = 4096  # the latest trials a regression reads (an estimate, not a census: O(1) in the run's size)
+REFRESH = 1.05  # re-estimate once the run has this many times the observations of the last estimate
+NORMAL = NormalDist()
+
+
+def kept_fraction(rho: float, trials: int, eta: float) -> float:
+    """The share of a rung whose chance to end as the best of ``trials`` is at least a fresh trial's,
+    for correlation ``rho`` between the rung's and the final normal scores; never below 1/eta."""
+    base = 1.0 / eta
+    if trials <= 1:
+        return base
+    z = NORMAL.inv_cdf(1.0 - 1.0 / trials)
+    rho = min(1.0, max(rho, 1e-9))
+    cut = z * (1.0 - math.sqrt(1.0 - rho * rho)) / rho
+    return max(base, 1.0 - NORMAL.cdf(cut))
+
+
+def population_covariance(rows: list[np.ndarray]) -> np.ndarray:
+    """The covariance of variables 0..k for the whole population, from ``rows[v]``: an (n, v + 1) array of
+    the trials observed at variables 0..v (variable 0: a complete column of normal scores, taken as
+    standard normal). Each variable is regressed on the ones before it; the result stops at the first
+    variable with too few rows (MIN_ROWS beyond its coefficients)."""
+    mean = np.zeros(1)
+    cov = np.ones((1, 1))
+    for v in range(1, len(rows)):
+        data = rows[v]
+        if len(data) < MIN_ROWS + v + 1:
+            break
+        design = np.hstack([np.ones((len(data), 1)), data[:, :v]])
+        coef, *_ = np.linalg.lstsq(design, data[:, v], rcond=None)
+        residual = data[:, v] - design @ coef
+        noise = float(residual @ residual) / (len(data) - v - 1)
+        beta = coef[1:]
+        cross = cov @ beta
+        variance = float(beta @ cross) + noise
+        mean = np.append(mean, coef[0] + beta @ mean)
+        cov = np.block([[cov, cross[:, None]], [cross[None, :], np.array([[variance]])]])
+    return cov
 
 
 class KeptFractions:
@@ -36,46 +83,57 @@ class KeptFractions:
         self._levels = levels
         self._eta = eta
         self._rung = rung
-        self._later_evidence = max(2, math.ceil(eta))  # arrivals at a later rung that give one leader
-        # (lower, upper) -> the trials recorded at both, ranked by their score at the upper level
-        self._pairs = {(k, j): Ranking() for k in range(levels) for j in range(k + 1, levels)}
-        self._cache: dict[int, tuple[tuple[int, ...], float]] = {}
+        self.finals = Rung(0, eta, levels)  # the scores trials ended with: one more column (milestone unused)
+        self._rho: tuple[float, ...] = ()  # each rung's correlation with the furthest variable estimated
+        self._estimated_at = 0  # observations at the last estimate
 
-    def recorded(self, trial_id: str, level: int) -> None:
-        """``trial_id`` now has a score recorded at rung ``level``: pair it with the other rungs it has."""
-        for other in range(self._levels):
-            if other == level or trial_id not in self._rung(other).recorded:
-                continue
-            lower, upper = min(level, other), max(level, other)
-            self._pairs[(lower, upper)].set(trial_id, self._rung(upper).recorded[trial_id])
+    def finished(self, trial_id: str, score: float) -> None:
+        """``trial_id`` ended with ``score`` (trained to R, or its curve ended there)."""
+        self.finals.record(trial_id, score)
 
     def keep(self, level: int) -> float:
         """The fraction of rung ``level``'s recorded scores that go on."""
         base = 1.0 / self._eta
         if level >= self._levels - 1:
             return base
-        rung = self._rung(level)
-        upper = next((j for j in range(self._levels - 1, level, -1)
-                      if len(self._pairs[(level, j)]) >= self._later_evidence), None)
-        if upper is None or len(rung) < 2:
-            return base
-        pairs = self._pairs[(level, upper)]
-        cached = self._cache.get(level)
-        if cached is not None and cached[0][1:] == (upper, len(pairs)) and len(rung) <= cached[0][0] * 1.01:
-            return cached[1]  # (ranks are shares of the rung: 1 % more arrivals barely move them)
-        version = (len(rung), upper, len(pairs))
-        count = min(MOST_LEADERS, max(1, int(len(pairs) / self._eta)))
-        ranks = []
-        for trial_id, _ in pairs.best_first():
-            ranks.append(rung.rank(rung.recorded[trial_id]) / len(rung))
-            if len(ranks) == count:
-                break
-        ranks.sort()
-        median = (ranks[(count - 1) // 2] + ranks[count // 2]) / 2
-        value = min(1.0, max(base, WIDEN * median))
-        self._cache[level] = (version, value)
-        return value
+        rho = self._correlations()
+        if level >= len(rho):
+            return base  # (no later variable estimated yet)
+        return kept_fraction(rho[level], max(len(self._rung(0)), math.ceil(self._eta) + 1), self._eta)
 
     def quantile(self, level: int) -> float:
         """The cutoff quantile of rung ``level``: 1 - its kept fraction (the rungs' own convention)."""
         return 1.0 - self.keep(level)
+
+    def _columns(self) -> list[Rung]:
+        return [self._rung(level) for level in range(self._levels)] + [self.finals]
+
+    def _correlations(self) -> tuple[float, ...]:
+        columns = self._columns()
+        observed = sum(len(column) for column in columns)
+        if observed > self._estimated_at * REFRESH:
+            cov = population_covariance(latest_rows(columns))
+            last = cov.shape[0] - 1
+            self._rho = tuple(float(cov[v, last] / math.sqrt(cov[v, v] * cov[last, last])) for v in range(last))
+            self._estimated_at = observed
+        return self._rho
+
+
+def normal_score(column: Rung, score: float) -> float:
+    """``score``'s normal score in ``column``: Phi^-1 of its share of the column below it."""
+    return NORMAL.inv_cdf(1.0 - (column.rank(score) + 0.5) / len(column))
+
+
+def latest_rows(columns: list[Rung]) -> list[np.ndarray]:
+    """Per column v: the normal scores at columns 0..v of the latest (at most MOST_ROWS) trials recorded
+    at column v that were recorded at every column before it, as an (n, v + 1) array."""
+    rows = [np.zeros((0, 1))]
+    for v in range(1, len(columns)):
+        found = []
+        for trial_id in reversed(columns[v].recorded):
+            if all(trial_id in column.recorded for column in columns[:v]):
+                found.append([normal_score(column, column.recorded[trial_id]) for column in columns[: v + 1]])
+                if len(found) == MOST_ROWS:
+                    break
+        rows.append(np.array(found, dtype=float).reshape(len(found), v + 1))
+    return rows

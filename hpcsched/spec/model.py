@@ -60,7 +60,7 @@ class SchedulerSpec:
     atoms_per_trial: int = 1
     # HyperSched
     speculative: bool = False  # true: the paper's speculative evaluation (pauses decided at every step)
-    rung_trust: str = "learned"  # learned: kept fractions follow the run's later leaders | fixed: 1/eta (paper)
+    rung_trust: str = "learned"  # learned: kept by the rungs' correlation with the end | fixed: 1/eta (paper)
     entrance: str | float = "deadline"  # deadline | adaptive (paper) | none | fraction of the deadline
     allocation: str = "uniform"  # uniform | top_job | none
     overhead_aware: bool = True
