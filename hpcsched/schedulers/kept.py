@@ -13,7 +13,7 @@ configurations that end best start slowly. A run measures the correlation from i
    (Anderson 1957). Those regressions give the whole population's covariance, hence the correlation
    rho of each rung with the furthest variable estimated (the final score once enough trials ended).
 3. **At least a fresh trial's chance.** A trial goes on when its chance to end as the run's best is at
-   least that of a new trial, 1/N (N: the trials the run has started). With correlation rho between
+   least that of a new trial, 1/N (N: the trials recorded at the first rung). With correlation rho between
    a rung's normal score x and the final one, that holds above x* = z (1 - sqrt(1 - rho^2)) / rho,
    z = Phi^-1(1 - 1/N), so the rung keeps
 
@@ -58,7 +58,6 @@ def population_covariance(rows: list[np.ndarray]) -> np.ndarray:
     the trials observed at variables 0..v (variable 0: a complete column of normal scores, taken as
     standard normal). Each variable is regressed on the ones before it; the result stops at the first
     variable with too few rows (MIN_ROWS beyond its coefficients)."""
-    mean = np.zeros(1)
     cov = np.ones((1, 1))
     for v in range(1, len(rows)):
         data = rows[v]
@@ -71,7 +70,6 @@ def population_covariance(rows: list[np.ndarray]) -> np.ndarray:
         beta = coef[1:]
         cross = cov @ beta
         variance = float(beta @ cross) + noise
-        mean = np.append(mean, coef[0] + beta @ mean)
         cov = np.block([[cov, cross[:, None]], [cross[None, :], np.array([[variance]])]])
     return cov
 
