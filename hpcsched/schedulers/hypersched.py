@@ -74,7 +74,6 @@ class HyperSched:
         self._caps: dict[int, int] = {}
         self._running_since: dict[str, float] = {}  # when each trial's current launch started training
         self._last_report: dict[str, float] = {}
-        self._last_score: dict[str, float] = {}  # each trial's last reported score (normalised)
         self._below_rungs: dict[str, None] = {}  # paused trials that recorded no rung score, in pause order
 
     # ------------------------------------------------------------ observing
@@ -110,7 +109,6 @@ class HyperSched:
         self.by_step.add(record.step, score)
         self._steps[record.trial] = max(record.step, self._steps.get(record.trial, 0))
         self._last_report[record.trial] = record.t
-        self._last_score[record.trial] = score
         live = record.trial in self.live.atoms
         if record.step >= self.spec.R:
             self.kept.finished(record.trial, score)
@@ -152,8 +150,8 @@ class HyperSched:
             self.pace.add_stop(record.t - asked)
         self._verdicts.pop(record.trial, None)
         rung = self._pause_rung.pop(record.trial, None)
-        if trial is not None and trial.status == TrialStatus.COMPLETED and record.trial in self._last_score:
-            self.kept.finished(record.trial, self._last_score[record.trial])  # (its curve ended before R)
+        if trial is not None and trial.status == TrialStatus.COMPLETED and trial.last_score is not None:
+            self.kept.finished(record.trial, self.sign * trial.last_score)  # (its curve ended before R)
         if trial is None or trial.status != TrialStatus.PAUSED:  # done: completed, stopped, errored
             self._resizing.discard(record.trial)  # (a resize that ended the trial instead)
             self.pace.forget(record.trial)
