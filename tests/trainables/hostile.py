@@ -185,20 +185,26 @@ def leaves_children(config, ctx):
 def fills_disk(config, ctx):
     """Honest scores, checkpoints of ``ballast_mb``; the trial of quality ``fill_quality`` fills the file
     system at step ``fill_at`` (once: ``filled`` marks it), leaving about 300 KB free in ``filler`` (for
-    the test to delete), so that the next checkpoint of any trial fails with ENOSPC, and sleeps ``then_sleep``."""
+    the test to delete) and keeping it so for ``then_sleep`` seconds, so that the next checkpoint of any trial
+    fails with ENOSPC."""
     state = ctx.restore() or {"steps": 0}
     for step in ctx.steps():
         time.sleep(config.get("step_time", 0.05))
         if config["quality"] == config.get("fill_quality") and step == config.get("fill_at") \
                 and not (ctx.trial_dir / "filled").exists():
             (ctx.trial_dir / "filled").touch()
+            until = time.monotonic() + config.get("then_sleep", 0.0)
             with open(ctx.trial_dir / "filler", "wb", buffering=0) as f:
+                # kept full while it sleeps, so that another trial's checkpoint meets the full disk first: a
+                # checkpoint pruned meanwhile frees space the next one would otherwise fit in
                 while True:
                     st = os.statvfs(ctx.trial_dir)
-                    if st.f_bavail * st.f_frsize < 300_000 + 65536:
+                    if st.f_bavail * st.f_frsize >= 300_000 + 65536:
+                        f.write(bytes(65536))
+                    elif time.monotonic() >= until:
                         break
-                    f.write(bytes(65536))
-            time.sleep(config.get("then_sleep", 0.0))  # another trial's checkpoint meets the full disk first
+                    else:
+                        time.sleep(0.01)
         state["steps"] += 1
         state["ballast"] = os.urandom(int(config.get("ballast_mb", 1) * (1 << 20)))
         ctx.report(step, config["quality"] * step / ctx.max_steps, state=state)
