@@ -47,3 +47,20 @@ def test_ranking_keeps_scores_and_order() -> None:
     assert ranking.best() == "z" and next(ranking.worst_first())[0] == "x" and ranking.rank("y") == 1
     ranking.discard("z")
     assert [t for t, _ in ranking.worst_first()] == ["x", "y"] and "z" not in ranking
+
+
+def test_a_leader_awaiting_atoms_is_no_victim_until_its_yielders_exit() -> None:
+    live = _live()
+    assert [t for t, _ in live.yieldable.worst_first()] == ["c", "a"]
+    live.stop_requested("c", 1.0, resize=False, shrink=False)
+    live.give([("c", "a")])  # "c" pauses to give its atom to "a"
+    assert list(live.yieldable.worst_first()) == [] and live.awaited == {"a": 1}
+    live.scored("a", 0.95, reports_since_launch=2)  # reporting while it waits does not file it again
+    assert list(live.yieldable.worst_first()) == []
+    live.exited("c")
+    live.yielded("c")
+    assert live.freed == {"a": 1} and not live.awaited and not live.yielding
+    assert [t for t, _ in live.yieldable.worst_first()] == ["a"]  # at its new score
+    assert live.yieldable.score("a") == 0.95
+    live.yielded("d")  # a trial that gave nothing: nothing changes
+    assert live.freed == {"a": 1}

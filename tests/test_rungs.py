@@ -79,3 +79,16 @@ def test_promotion_prefers_higher_rungs_then_better_scores():
     b.pause_at("y", b.rungs[-2])
     assert b.best_promotable() == "y"  # rung 2 before rung 1
 
+
+
+def test_a_report_between_milestones_records_nothing_and_the_next_milestone_records_once():
+    bracket = TopFractionBracket(r=1, R=16, eta=4)
+    for trial_id, score in (("a", 0.9), ("b", 0.5)):
+        bracket.evaluate(trial_id, 1, score)
+    rung4 = next(rung for rung in bracket.rungs if rung.milestone == 4)
+    assert bracket.evaluate("a", 2, 0.1) is None and bracket.evaluate("a", 3, 0.1) is None
+    assert "a" not in rung4.recorded
+    bracket.evaluate("a", 5, 0.95)  # (step 4 skipped: judged at its next report)
+    assert rung4.recorded["a"] == 0.95
+    bracket.evaluate("a", 6, 0.2)
+    assert rung4.recorded["a"] == 0.95 and len(rung4) == 1

@@ -22,15 +22,19 @@ from dataclasses import dataclass
 
 class BestByStep:
     """The best score any trial reported at each step (``best``: over all steps, -inf before any), and
-    the first step any trial reached a score."""
+    the first step any trial reached a score (``best_first_at``: the first step it reached ``best``)."""
 
     def __init__(self) -> None:
         self._steps: list[int] = []  # the steps reported at, ascending
         self._best: dict[int, float] = {}
         self.best = -math.inf
+        self.best_first_at: int | None = None
 
     def add(self, step: int, score: float) -> None:
-        self.best = max(self.best, score)
+        if score > self.best:
+            self.best, self.best_first_at = score, step
+        elif score == self.best and self.best_first_at is not None and step < self.best_first_at:
+            self.best_first_at = step
         known = self._best.get(step)
         if known is None:
             bisect.insort(self._steps, step)
@@ -114,6 +118,8 @@ class Entrance:
         """The earliest step at which a trial matched the best (None before a step was timed)."""
         if m.step_time is None or not math.isfinite(m.best):
             return None
+        if m.best == self.by_step.best:
+            return self.by_step.best_first_at  # (the first_reaching of the run's best, kept as it comes)
         return self.by_step.first_reaching(m.best)
 
     def _time_to_reach(self, m: Moment, step: int) -> float:

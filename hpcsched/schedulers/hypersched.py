@@ -26,6 +26,7 @@ score there. Scores are normalised: higher is better.
 from __future__ import annotations
 
 import math
+from collections.abc import Container, Iterator
 
 from hpcsched.core.mode import Mode
 from hpcsched.core.records import EntranceClosed, Exited, Launched, Record, Reported, Running, StopIntent, StopRequested
@@ -67,8 +68,6 @@ class HyperSched:
         self._pause_rung: dict[str, Rung] = {}
         self._standing: dict[str, tuple[float, float]] = {}  # (highest rung level recorded, score there)
         self._steps: dict[str, int] = {}  # the furthest step each trial reported
-        self._yielding: dict[str, str] = {}  # live trial paused to give its atom -> the leader it gives it to
-        self._promised: dict[str, int] = {}  # leader -> atoms its yielders freed, that it takes at the next decide
         self._resizing: set[str] = set()  # trials stopping to relaunch on another number of atoms
         self._swapping: dict[str, str] = {}  # live trial paused to make room -> the paused trial it makes room for
         self._caps: dict[int, int] = {}
@@ -143,9 +142,7 @@ class HyperSched:
 
     def _on_exit(self, record: Exited, trial: TrialView | None) -> None:
         asked = self.live.exited(record.trial)
-        leader = self._yielding.pop(record.trial, None)
-        if leader is not None:
-            self._promised[leader] = self._promised.get(leader, 0) + 1
+        self.live.yielded(record.trial)
         if asked is not None:
             self.pace.add_stop(record.t - asked)
         self._verdicts.pop(record.trial, None)
@@ -219,7 +216,7 @@ class HyperSched:
         atoms = self.live.atoms.get(trial_id, 1)
         return now - self._last_report.get(trial_id, now) <= 2 * step_time / self.scaling.rate(atoms)
 
-    def grower(self, situation: Situation, exclude: frozenset[str] | set[str] = frozenset(),
+    def grower(self, situation: Situation, exclude: Container[str] = frozenset(),
                planned: dict[str, int] | None = None) -> str | None:
         """The live trial that takes the next free atom (``uniform``: the best-standing of those holding
         the fewest atoms, ``planned`` counting atoms already promised; ``top_job``: the best-standing
@@ -258,7 +255,7 @@ class HyperSched:
             if reason is not None:
                 self.closed = True
                 out.append(CloseEntrance(reason))
-        if not self.closed and situation.free_atoms <= 0 and not self._verdicts and not self._promised:
+        if not self.closed and situation.free_atoms <= 0 and not self._verdicts and not self.live.freed:
             return out  # (nothing to explore with, and no one to pause)
         in_time = situation.time_left > self._first_report_in()  # a launch now would still report a step
         can_start = in_time and not self.closed and (situation.trials_left is None or situation.trials_left > 0)
@@ -311,7 +308,7 @@ class HyperSched:
         """The atoms that trials yielding to a leader freed go to that leader (while it is live, not leaving
         and not resized already), so that no other use takes them first."""
         planned: dict[str, int] = {}
-        for leader, count in self._promised.items():
+        for leader, count in self.live.freed.items():
             if free <= 0 or leader not in self.live.atoms or leader in leaving or leader in self._resizing:
                 continue
             current = self.live.atoms[leader]
@@ -319,7 +316,7 @@ class HyperSched:
             if new > current:
                 planned[leader] = new
                 free -= new - current
-        self._promised.clear()
+        self.live.freed.clear()
         return planned
 
     def _swap_in(self, out: list[Decision], free: int, leaving: set[str], protected: set[str]) -> int:
@@ -367,14 +364,24 @@ class HyperSched:
         growth passes the overhead-aware test (``top_job``: the best-standing, by as many atoms as its
         growth pays for; ``uniform``: each leader in turn by one), a victim always standing below its
         leader; a leader already being given atoms, or resized, waits for them."""
-        waiting = set(self._yielding.values()) | self._resizing | growing
-        victims = (t for t, _ in self.live.settled_single.worst_first()  # (one that has not reported since its
-                   if t not in leaving and t not in waiting)  # launch keeps its atom)
-        victim = next(victims, None)
-        exclude = set(leaving) | waiting
-        if self.spec.allocation == "top_job" and waiting:
+        if self.spec.allocation == "top_job" and (self.live.awaited or self._resizing or growing):
             return  # the best is being given atoms already
-        while victim is not None and (leader := self.grower(situation, exclude)) is not None:
+        waiting = self._resizing | growing  # (and the leaders awaiting atoms, in no yieldable ranking)
+        exclude = leaving | waiting | self.live.awaited.keys()
+        victims = (t for t, _ in self.live.yieldable.worst_first()  # (one that has not reported since its
+                   if t not in leaving and t not in waiting)  # launch keeps its atom)
+        given = list(self._pairs(situation, leaving, exclude, victims))
+        self.live.give(given)  # (after the scan of the ranking it changes)
+        out.extend(PauseTrial(victim, f"atoms to {leader}") for victim, leader in given)
+
+    def _pairs(self, situation: Situation, leaving: set[str], exclude: set[str],
+               victims: Iterator[str]) -> Iterator[tuple[str, str]]:
+        """_yield's (victim, leader) pairs, each leader by ``grower`` (asked first: most calls find none)."""
+        victim: str | None = None
+        while (leader := self.grower(situation, exclude)) is not None:
+            victim = victim or next(victims, None)
+            if victim is None:
+                return
             exclude.add(leader)
             current = self.live.atoms[leader]
             wanted = allowed_size(current + 1, self.spec.allocation_grid)
@@ -385,8 +392,7 @@ class HyperSched:
             for _ in range(wanted - current):
                 if victim is None or self.live.ranking.rank(victim) <= self.live.ranking.rank(leader):
                     return
-                out.append(PauseTrial(victim, f"atoms to {leader}"))
-                self._yielding[victim] = leader
+                yield victim, leader
                 leaving.add(victim)
                 exclude.add(victim)
                 victim = next(victims, None)

@@ -84,6 +84,8 @@ class KeptFractions:
         self.finals = Rung(0, eta, levels)  # the scores trials ended with: one more column (milestone unused)
         self._rho: tuple[float, ...] = ()  # each rung's correlation with the furthest variable estimated
         self._estimated_at = 0  # observations at the last estimate
+        self._kept: dict[int, tuple[float, int, float]] = {}  # level -> (rho, trials, kept fraction)
+        self._column_list: list[Rung] = []
 
     def finished(self, trial_id: str, score: float) -> None:
         """``trial_id`` ended with ``score`` (trained to R, or its curve ended there)."""
@@ -97,18 +99,24 @@ class KeptFractions:
         rho = self._correlations()
         if level >= len(rho):
             return base  # (no later variable estimated yet)
-        return kept_fraction(rho[level], max(len(self._rung(0)), math.ceil(self._eta) + 1), self._eta)
+        trials = max(len(self._rung(0)), math.ceil(self._eta) + 1)
+        known = self._kept.get(level)
+        if known is None or known[:2] != (rho[level], trials):  # (asked at every report that meets a rung)
+            known = self._kept[level] = (rho[level], trials, kept_fraction(rho[level], trials, self._eta))
+        return known[2]
 
     def quantile(self, level: int) -> float:
         """The cutoff quantile of rung ``level``: 1 - its kept fraction (the rungs' own convention)."""
         return 1.0 - self.keep(level)
 
     def _columns(self) -> list[Rung]:
-        return [self._rung(level) for level in range(self._levels)] + [self.finals]
+        if not self._column_list:
+            self._column_list = [self._rung(level) for level in range(self._levels)] + [self.finals]
+        return self._column_list
 
     def _correlations(self) -> tuple[float, ...]:
         columns = self._columns()
-        observed = sum(len(column) for column in columns)
+        observed = sum(map(len, columns))
         if observed > self._estimated_at * REFRESH:
             cov = population_covariance(latest_rows(columns))
             last = cov.shape[0] - 1
@@ -126,11 +134,20 @@ def latest_rows(columns: list[Rung]) -> list[np.ndarray]:
     """Per column v: the normal scores at columns 0..v of the latest (at most MOST_ROWS) trials recorded
     at column v that were recorded at every column before it, as an (n, v + 1) array."""
     rows = [np.zeros((0, 1))]
+    scores: list[dict[str, float]] = [{} for _ in columns]  # (each normal score worked out once)
+
+    def score(c: int, trial_id: str) -> float:
+        known = scores[c].get(trial_id)
+        if known is None:
+            column = columns[c]
+            known = scores[c][trial_id] = normal_score(column, column.recorded[trial_id])
+        return known
+
     for v in range(1, len(columns)):
         found = []
         for trial_id in reversed(columns[v].recorded):
             if all(trial_id in column.recorded for column in columns[:v]):
-                found.append([normal_score(column, column.recorded[trial_id]) for column in columns[: v + 1]])
+                found.append([score(c, trial_id) for c in range(v + 1)])
                 if len(found) == MOST_ROWS:
                     break
         rows.append(np.array(found, dtype=float).reshape(len(found), v + 1))

@@ -9,6 +9,8 @@ the exit is what a stop costs.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Container
 
 from hpcsched.schedulers.sorted_scores import Ranking, Score
 
@@ -16,7 +18,8 @@ from hpcsched.schedulers.sorted_scores import Ranking, Score
 class LiveTrials:
     """Live trials with the atoms each holds (``atoms``; ``total_atoms`` in all), ranked by the policy's
     key (a score, or a tuple such as HyperSched's standing), and ranked among those holding as many
-    atoms (``by_size``; ``settled_single``: those on one atom that reported since their launch), with
+    atoms (``by_size``; ``settled_single``: those on one atom that reported since their launch, and of
+    those ``yieldable``: the ones not awaiting atoms that others free for them, see ``give``), with
     the reports each made since its launch; those holding more than one atom (``grown``) and those
     asked to shrink (``shrinking``); the trials asked to stop that have not exited (``stopping``: when
     asked, or last reported since), and of those asked to pause or stop (not to resize) the atoms they
@@ -28,6 +31,10 @@ class LiveTrials:
         self.ranking = Ranking()
         self.by_size: dict[int, Ranking] = {}
         self.settled_single = Ranking()
+        self.yieldable = Ranking()
+        self.yielding: dict[str, str] = {}  # trial asked to pause to give its atom -> the leader it gives it to
+        self.awaited: Counter[str] = Counter()  # leader -> atoms the yielding trials will give it
+        self.freed: Counter[str] = Counter()  # leader -> atoms its yielders freed (for the policy to give it)
         self.since_launch: dict[str, int] = {}
         self.grown: set[str] = set()
         self.shrinking: set[str] = set()
@@ -49,6 +56,24 @@ class LiveTrials:
         self.ranking.set(trial_id, key)
         self.by_size.setdefault(atoms, Ranking()).set(trial_id, key)
 
+    def give(self, pairs: list[tuple[str, str]]) -> None:
+        """Each (yielding trial, leader) pair: the trial, asked to pause, gives its atom to the leader."""
+        for trial_id, leader in pairs:
+            self.yielding[trial_id] = leader
+            self.awaited[leader] += 1
+            self.yieldable.discard(leader)
+
+    def yielded(self, trial_id: str) -> None:
+        """``trial_id`` exited: if it gave its atom to a leader, that atom is ``freed`` for the leader."""
+        leader = self.yielding.pop(trial_id, None)
+        if leader is not None:
+            self.freed[leader] += 1
+            self.awaited[leader] -= 1
+            if self.awaited[leader] <= 0:
+                del self.awaited[leader]
+                if leader in self.settled_single:
+                    self.yieldable.set(leader, self.settled_single.score(leader))
+
     def scored(self, trial_id: str, score: Score, reports_since_launch: int) -> None:
         """A live trial reported: ``score`` is its ranking key now."""
         self.ranking.set(trial_id, score)
@@ -56,6 +81,8 @@ class LiveTrials:
             self.by_size[self.atoms[trial_id]].set(trial_id, score)
             if self.atoms[trial_id] == 1 and reports_since_launch > 0:
                 self.settled_single.set(trial_id, score)
+                if trial_id not in self.awaited:
+                    self.yieldable.set(trial_id, score)
         self.since_launch[trial_id] = reports_since_launch
 
     def reported_at(self, trial_id: str, t: float) -> None:
@@ -86,6 +113,7 @@ class LiveTrials:
         atoms = self.atoms.pop(trial_id, 0)
         self.total_atoms -= atoms
         self.settled_single.discard(trial_id)
+        self.yieldable.discard(trial_id)
         same = self.by_size.get(atoms)
         if same is not None:
             same.discard(trial_id)
@@ -95,7 +123,7 @@ class LiveTrials:
         self.grown.discard(trial_id)
         self.ranking.discard(trial_id)
 
-    def best_below(self, cap: int, exclude: frozenset[str] | set[str], planned: dict[str, int],
+    def best_below(self, cap: int, exclude: Container[str], planned: dict[str, int],
                    fewest_first: bool) -> tuple[str, int] | None:
         """The best-ranked live trial holding fewer than ``cap`` atoms, none of ``exclude``, with its atoms
         (``planned``: sizes already promised, counted instead of the held ones); ``fewest_first``: among

@@ -42,7 +42,7 @@ class Pace:
         if atoms == 1:
             self._run_step_times.add(step_time)
         recent = self._own.setdefault(trial_id, [])
-        recent.append(step_time * self._scaling.rate(atoms) / self._scaling.rate(1))
+        recent.append(step_time if atoms == 1 else step_time * self._scaling.rate(atoms) / self._scaling.rate(1))
         del recent[:-OWN_STEP_TIMES]
 
     def forget(self, trial_id: str) -> None:

@@ -209,6 +209,8 @@ class TopFractionBracket(Bracket):
     def __init__(self, r: int, R: int, eta: float, quantile: Callable[[int], float] | None = None):
         super().__init__(r, R, eta)
         self.quantile = quantile
+        self._recorded_below: dict[str, float] = {}  # trial -> the next milestone above a report that had
+        # every rung it passed recorded (until it reports there, evaluating records nothing)
 
     def _keep(self, rung: Rung) -> float | None:
         return None if self.quantile is None else 1.0 - self.quantile(rung.level)
@@ -219,11 +221,15 @@ class TopFractionBracket(Bracket):
     def evaluate(self, trial_id: str, step: int, score: float) -> Rung | None:
         """Record the report at the highest rung the trial passed without a score there; return that
         rung if the trial is paused there (one that skipped a rung's step is judged at its next report)."""
+        if step < self._recorded_below.get(trial_id, 0):
+            return None  # (every rung it passed has its score: the same rungs as at its last report)
         for rung in self.passed(step):
             if trial_id in rung.recorded:
                 continue
             recorded, _ = rung.record(trial_id, score)
             return None if self._continues(rung, recorded) else rung
+        self._recorded_below[trial_id] = next((rung.milestone for rung in reversed(self.rungs)
+                                               if rung.milestone > step), math.inf)
         return None
 
     def best_promotable(self) -> str | None:

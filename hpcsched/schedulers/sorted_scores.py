@@ -20,11 +20,13 @@ class RunningQuantile:
         self.q = q
         self._low: list[float] = []
         self._high: list[float] = []
+        self._value: float | None = None  # (read far more often than it changes)
 
     def __len__(self) -> int:
         return len(self._low) + len(self._high)
 
     def add(self, value: float) -> None:
+        self._value = None
         if self._low and value <= -self._low[0]:
             heapq.heappush(self._low, -value)
         else:
@@ -37,13 +39,13 @@ class RunningQuantile:
 
     def value(self) -> float | None:
         """The linear-interpolated quantile (as numpy.percentile), None when empty."""
-        if not self._low:
-            return None
-        pos = self.q * (len(self) - 1)
-        lo = int(pos)
-        low = -self._low[0]
-        high = self._high[0] if self._high else low
-        return low + (pos - lo) * (high - low)
+        if self._value is None and self._low:
+            pos = self.q * (len(self) - 1)
+            lo = int(pos)
+            low = -self._low[0]
+            high = self._high[0] if self._high else low
+            self._value = low + (pos - lo) * (high - low)
+        return self._value
 
 
 Score = float | tuple[float, ...]
@@ -85,6 +87,9 @@ class Ranking:
         if key is not None:
             del self._score_of[item]
             del self._keys[bisect.bisect_left(self._keys, key)]
+
+    def score(self, item: str) -> Score:
+        return self._score_of[item]
 
     def rank(self, item: str) -> int:
         return bisect.bisect_left(self._keys, self._key_of[item])
