@@ -89,6 +89,7 @@ class Ranking:
             del self._keys[bisect.bisect_left(self._keys, key)]
 
     def score(self, item: str) -> Score:
+        """``item``'s score (KeyError when it is not ranked)."""
         return self._score_of[item]
 
     def rank(self, item: str) -> int:
