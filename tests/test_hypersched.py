@@ -384,11 +384,16 @@ def test_the_entrance_closes_once_no_new_trial_may_start_and_growing_pays():
     assert entrance.close_reason(left, can_speed_up=lambda: False) is None
 
 
-def test_best_by_step_keeps_the_first_step_of_the_best_as_first_reaching_finds_it():
+def test_best_by_step_keeps_the_first_step_of_the_best_as_reports_come():
     by_step = BestByStep()
     rng = np.random.default_rng(3)
+    reports: list[tuple[int, float]] = []
     for step, score in zip(rng.integers(1, 30, 200), rng.choice([0.1, 0.5, 0.7, 0.9], 200)):
         by_step.add(int(step), float(score))
-        assert by_step.best_first_at == by_step.first_reaching(by_step.best)
+        reports.append((int(step), float(score)))
+        best = max(s for _, s in reports)
+        first = min(t for t, s in reports if s == best)
+        assert by_step.best == best and by_step.best_first_at == first == by_step.first_reaching(best)
+        assert by_step.first_reaching(0.5) == min((t for t, s in reports if s >= 0.5), default=None)
     by_step.add(0, by_step.best)  # a tie at an earlier step
-    assert by_step.best_first_at == 0
+    assert by_step.best_first_at == 0 == by_step.first_reaching(by_step.best)

@@ -44,6 +44,8 @@ class BestByStep:
 
     def first_reaching(self, score: float) -> int | None:
         """The earliest step at which some trial reported ``score`` or better (None: none did)."""
+        if score == self.best:
+            return self.best_first_at  # (kept as reports come: the entrance asks at every decide)
         for step in self._steps:
             if self._best[step] >= score:
                 return step
@@ -118,8 +120,6 @@ class Entrance:
         """The earliest step at which a trial matched the best (None before a step was timed)."""
         if m.step_time is None or not math.isfinite(m.best):
             return None
-        if m.best == self.by_step.best:
-            return self.by_step.best_first_at  # (the first_reaching of the run's best, kept as it comes)
         return self.by_step.first_reaching(m.best)
 
     def _time_to_reach(self, m: Moment, step: int) -> float:
