@@ -154,19 +154,38 @@ def test_adaptive_entrance_is_the_papers_rule_and_fractions_and_none():
     assert Entrance("none", 20, 4, BestByStep()).close_reason(_moment(now=99.0), lambda: True) is None
 
 
-def test_the_entrance_closes_in_a_run_when_exploring_cannot_win_and_growing_pays():
-    h = Harness(atoms=2, deadline=100.0, r=1, R=40, eta=4, scaling=named_scaling("linear"), resize_cooldown=1)
-    h.trials_left = 0
+def _leader_at_step_30(R: int, paused_above: bool = False) -> Harness:
+    """Two atoms, 29 s left: a (1 s a step) first reported the run's best at step 30, so a trial started now
+    could not reach that step; b holds the other atom. ``paused_above``: a paused trial p stands above a."""
+    h = Harness(atoms=2, deadline=100.0, r=1, R=R, eta=4, scaling=named_scaling("linear"), resize_cooldown=1)
     h.now = 40.0
+    if paused_above:  # p reached rung 16 with a better score there than a's (0.2 > 0.16), and was paused
+        h.start("p")
+        for step in range(1, 17):
+            h.report("p", step, 0.0125 * step, t=h.now + 0.1)
+        h.pause("p")
     h.start("a")
     for step in range(1, 31):
         h.report("a", step, 0.01 * step, t=40.0 + step)  # the best (0.3) first came at step 30
     h.start("b")  # b took the other atom
     h.report("b", 1, 0.05, t=70.5)
-    h.now = 71.0  # 29 s left: a trial started now could not reach step 30
+    h.now = 71.0
+    return h
+
+
+def test_the_entrance_closes_in_a_run_when_exploring_cannot_win_and_a_leader_grows_further():
+    h = _leader_at_step_30(R=100)  # a needs 70 s to reach R: more atoms take it further by the deadline
     decisions = h.decide()
     assert decisions == [CloseEntrance(decisions[0].reason), PauseTrial("b", "atoms to a")]
     # no rung pauses after the close: the lowest-standing live trial yields its atom to a's growth
+
+
+def test_the_entrance_stays_open_while_growth_would_not_take_a_leader_further():
+    # a reaches R = 40 on its own atom by the deadline (10 s): growing it would not raise the score it ends
+    # with, and exploring goes on
+    assert not _closes(_leader_at_step_30(R=40))
+    # a paused trial stands above a: a is no leader, and its growth does not close the entrance
+    assert not _closes(_leader_at_step_30(R=100, paused_above=True))
 
 
 def test_next_decision_time_is_when_the_entrance_would_close():

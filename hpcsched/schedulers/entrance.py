@@ -3,9 +3,10 @@
 - ``deadline`` (ours): a trial started now, on one atom after a startup, would reach step ``s`` by the
   deadline; it could win only if some trial of the run was seen to score as well as the best by step
   ``s``. When none was (the best came from training longer than a newcomer still can), or no new
-  trial may start at all, and the atoms can speed up the leaders instead (a growth passes the
-  overhead-aware test), the entrance closes. Where curves level off early (or end early) a trial was
-  seen to match the best early on, so the run keeps exploring to the end.
+  trial may start at all, and the atoms can take a leader further instead (the policy's test:
+  HyperSched's asks that a leader could not reach R by the deadline on its atoms and that its growth
+  passes the overhead-aware test), the entrance closes. Where curves level off early (or end early) a
+  trial was seen to match the best early on, so the run keeps exploring to the end.
 - ``adaptive`` (the paper's): once time_left < min(R·T_a, eta·T') (T_a: seconds per step on one
   atom; T': the longest a trial has run).
 - a fraction of the deadline: after that share of the run; ``none``: never.
@@ -81,8 +82,8 @@ class Entrance:
         self.by_step = by_step
 
     def close_reason(self, m: Moment, can_speed_up: Callable[[], bool]) -> str | None:
-        """Why exploring stops now (None: it goes on). ``can_speed_up()``: a leader's growth passes the
-        overhead-aware test (asked only when the rest holds)."""
+        """Why exploring stops now (None: it goes on). ``can_speed_up()``: the atoms can take a leader
+        further by the deadline (asked only when the rest holds)."""
         if self.kind == "none":
             return None
         if self.kind == "deadline":

@@ -1,26 +1,16 @@
 """HyperSched (Liaw et al., SoCC 2019) as a pure policy that follows each run's own evidence.
 
-- Exploring: ASHA's rungs and promotions. At a rung a trial goes on when its score there is among
-  the rung's kept fraction; a free atom takes the best promotable paused trial, else a new trial.
-  ``rung_trust: learned`` (ours): a rung keeps the trials that could still end as the run's best, by the
-  rung's correlation with the final scores, corrected for the run's own selection (schedulers/kept.py);
-  ``fixed``: successive halving's 1/eta.
-  ``speculative: true`` (the paper's): a first arrival at a rung goes on, and at any report a
-  trial whose score at a passed rung is below that rung's cutoff is paused.
-- A pause costs a relaunch: a rung pauses a trial only when something better takes its atom (a new
-  trial, a promotable one, or after the close a leader's growth); else the trial trains on.
-- No atom idles: when nothing is left to explore (no new trial may start, none is promotable), a free
-  atom grows a live trial whose growth passes the overhead-aware test, else resumes the best paused.
-- The entrance (schedulers/entrance.py) closes when exploring can no longer win and growing the
-  leaders pays (``deadline``), by the paper's rule (``adaptive``), after a fraction, or never.
-- After the close: no new trials; free atoms grow the best-standing live trial whose growth passes
-  H'·(T - T_o) > (1 + margin)·H·T (T_o: a startup and a stop, measured, at ``startup_quantile``; T:
-  until the deadline, or until it would reach R), and while none is free the lowest-standing live
-  trial yields its atom to that growth, one trial at a time. Which live trial grows first:
-  ``uniform`` (the paper's) the best-standing among those holding the fewest atoms, ``top_job`` the
-  best-standing; ``none``: trials never grow.
-A trial *stands* higher than another when it reached a higher rung, or the same rung with a better
-score there. Scores are normalised: higher is better.
+ASHA's rungs and promotions, with kept fractions that follow the run (``rung_trust: learned``,
+schedulers/kept.py; ``fixed``: 1/eta; ``speculative: true``: the paper's evaluation at any report);
+a rung pauses a trial only when something better takes its atom; no atom idles (nothing left to
+explore: a free atom grows a live trial whose growth passes the overhead-aware test, else resumes
+the best paused); the entrance (schedulers/entrance.py) closes when exploring can no longer win and
+a leader's growth takes it further by the deadline; after the close no new trials, paused trials
+standing above live ones swap in, free atoms grow live trials (``uniform``: the best-standing of
+those holding the fewest atoms; ``top_job``: the best-standing; ``none``), and the lowest-standing
+one-atom trials yield theirs to that growth. docs/ARCHITECTURE.md, "Deadline-aware search", states
+each rule and what it earns. A trial *stands* higher than another when it reached a higher rung,
+or the same rung with a better score there. Scores are normalised: higher is better.
 """
 
 from __future__ import annotations
@@ -177,9 +167,7 @@ class HyperSched:
     @property
     def resize_overhead(self) -> float:
         """What a resize costs a trial: a stop and a startup (0 when ignoring overhead)."""
-        if not self.spec.overhead_aware:
-            return 0.0
-        return (self.pace.stop() or 0.0) + self.startup_estimate
+        return (self.pace.stop() or 0.0) + self.startup_estimate if self.spec.overhead_aware else 0.0
 
     def _moment(self, situation: Situation) -> Moment:
         return Moment(situation.now, situation.started_at, situation.deadline, self.by_step.best,
@@ -200,13 +188,17 @@ class HyperSched:
     def worth_growing(self, trial_id: str, new: int, time_left: float) -> bool:
         """The overhead-aware test for ``trial_id`` on ``new`` atoms, over the time until the deadline or
         until it would reach R on its atoms (after R its atoms are free again: a resize then only costs)."""
-        current = self.live.atoms[trial_id]
-        horizon = time_left
+        horizon = min(time_left, self._time_to_R(trial_id))
+        return worth_resizing(self.scaling, self.live.atoms[trial_id], new, horizon, self.resize_overhead,
+                              self.spec.resize_margin)
+
+    def _time_to_R(self, trial_id: str) -> float:
+        """Seconds live ``trial_id`` needs to reach R on its atoms at its pace (inf before a step was timed)."""
         step_time = self.pace.step_time(trial_id)
-        if step_time is not None and step_time > 0:
-            steps_left = max(0, self.spec.R - self._steps.get(trial_id, 0))
-            horizon = min(horizon, steps_left * step_time / self.scaling.rate(current))
-        return worth_resizing(self.scaling, current, new, horizon, self.resize_overhead, self.spec.resize_margin)
+        if step_time is None or step_time <= 0:
+            return math.inf
+        steps_left = max(0, self.spec.R - self._steps.get(trial_id, 0))
+        return steps_left * step_time / self.scaling.rate(self.live.atoms[trial_id])
 
     def _stepping(self, trial_id: str, now: float) -> bool:
         """Whether ``trial_id`` reported within two of its steps (a trial gone silent does not grow)."""
@@ -235,6 +227,13 @@ class HyperSched:
         grown = allowed_size(int(fewest) + 1, self.spec.allocation_grid)
         return chosen if self.worth_growing(chosen, grown, situation.time_left) else None
 
+    def _leaders_grow(self, situation: Situation) -> bool:
+        """The entrance's "the leaders grow instead": the live trial that would take the next atom stands
+        above every paused trial, would not reach R by the deadline on its atoms, and its growth pays."""
+        chosen, paused = self.grower(situation), self.bracket.best_paused()
+        return chosen is not None and self._time_to_R(chosen) > situation.time_left and (
+            paused is None or self._standing.get(paused, NO_STANDING) <= self._standing.get(chosen, NO_STANDING))
+
     # ------------------------------------------------------------ deciding
 
     def decision_steps(self) -> DecisionSteps:
@@ -251,7 +250,7 @@ class HyperSched:
     def decide(self, situation: Situation) -> list[Decision]:
         out: list[Decision] = []
         if not self.closed:
-            reason = self.entrance.close_reason(self._moment(situation), lambda: self.grower(situation) is not None)
+            reason = self.entrance.close_reason(self._moment(situation), lambda: self._leaders_grow(situation))
             if reason is not None:
                 self.closed = True
                 out.append(CloseEntrance(reason))
