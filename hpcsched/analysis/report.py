@@ -116,7 +116,7 @@ def run_markdown(run: Run, images: dict[str, str] | None = None) -> str:
         rows.append(("exploration stopped", f"at {_s(at)} ({share:.0%} of the deadline): "
                                             f"{info.entrance_reason or 'no reason given'}"))
     else:
-        rows.append(("exploration stopped", "no (new trials could start until the end)"
+        rows.append(("exploration stopped", "no (the entrance stayed open to the end)"
                      if not info.in_progress else "not yet"))
     if info.resumed_at:
         rows.append(("controller restarts", ", ".join(_s(t - start) for t in info.resumed_at)))
