@@ -44,11 +44,8 @@ class HyperSched:
         self.levels = len(self.marks)
         self.kept = KeptFractions(self.levels, spec.eta, self._rung)
         quantile = self.kept.quantile if spec.rung_trust == "learned" else None
-        self.bracket: SpeculativeBracket | TopFractionBracket
-        if spec.speculative:
-            self.bracket = SpeculativeBracket(spec.r, spec.R, spec.eta, quantile)
-        else:
-            self.bracket = TopFractionBracket(spec.r, spec.R, spec.eta, quantile)
+        kind = SpeculativeBracket if spec.speculative else TopFractionBracket
+        self.bracket: SpeculativeBracket | TopFractionBracket = kind(spec.r, spec.R, spec.eta, quantile)
         self.by_step = BestByStep()
         self.entrance = Entrance(spec.entrance, spec.R, spec.eta, self.by_step)
         self.live = LiveTrials()  # ranked by standing
@@ -232,7 +229,11 @@ class HyperSched:
         above every paused trial, would not reach R by the deadline on its atoms, and its growth pays."""
         chosen, paused = self.grower(situation), self.bracket.best_paused()
         return chosen is not None and self._time_to_R(chosen) > situation.time_left and (
-            paused is None or self._standing.get(paused, NO_STANDING) <= self._standing.get(chosen, NO_STANDING))
+            paused is None or not self._stands_above(paused, chosen))
+
+    def _stands_above(self, trial_id: str, other: str) -> bool:
+        """Whether ``trial_id`` reached a higher rung than ``other``, or the same with a better score there."""
+        return self._standing.get(trial_id, NO_STANDING) > self._standing.get(other, NO_STANDING)
 
     # ------------------------------------------------------------ deciding
 
@@ -325,7 +326,7 @@ class HyperSched:
         while (paused := self.bracket.best_paused()) is not None and paused not in self._swapping.values():
             lowest = next((t for t, _ in self.live.settled_single.worst_first()
                            if t not in leaving and t not in protected), None)
-            if lowest is not None and self._standing[paused] <= self._standing.get(lowest, NO_STANDING):
+            if lowest is not None and not self._stands_above(paused, lowest):
                 break
             if free > 0:
                 self.bracket.unpause(paused)
