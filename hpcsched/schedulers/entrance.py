@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class BestByStep:
@@ -53,9 +53,9 @@ class BestByStep:
         return None
 
 
-@dataclass(frozen=True)
-class Moment:
-    """What the entrance rules read: the run's clock, its best score and its measured pace."""
+class Moment(NamedTuple):
+    """What the entrance rules read: the run's clock, its best score and its measured pace (a named
+    tuple: one is made at every decision)."""
 
     now: float
     started_at: float

@@ -1,16 +1,12 @@
 """HyperSched (Liaw et al., SoCC 2019) as a pure policy that follows each run's own evidence.
 
-ASHA's rungs and promotions, with kept fractions that follow the run (``rung_trust: learned``,
-schedulers/kept.py; ``fixed``: 1/eta; ``speculative: true``: the paper's evaluation at any report);
-a rung pauses a trial only when something better takes its atom; no atom idles (nothing left to
-explore: a free atom grows a live trial whose growth passes the overhead-aware test, else resumes
-the best paused); the entrance (schedulers/entrance.py) closes when exploring can no longer win and
-a leader's growth takes it further by the deadline; after the close no new trials, paused trials
-standing above live ones swap in, free atoms grow live trials (``uniform``: the best-standing of
-those holding the fewest atoms; ``top_job``: the best-standing; ``none``), and the lowest-standing
-one-atom trials yield theirs to that growth. docs/ARCHITECTURE.md, "Deadline-aware search", states
-each rule and what it earns. A trial *stands* higher than another when it reached a higher rung,
-or the same rung with a better score there. Scores are normalised: higher is better.
+ASHA's rungs and promotions with kept fractions that follow the run (schedulers/kept.py); a rung
+pauses a trial only for something better; no atom idles; the entrance (schedulers/entrance.py)
+closes when exploring can no longer win and a leader's growth takes it further; after the close
+paused trials standing above live ones swap in and the leaders grow, the lowest-standing yielding
+their atoms. docs/ARCHITECTURE.md, "Deadline-aware search", states each rule and what it earns. A
+trial *stands* higher than another when it reached a higher rung, or the same rung with a better
+score there. Scores are normalised: higher is better.
 """
 
 from __future__ import annotations
@@ -40,6 +36,7 @@ class HyperSched:
         self.spec = spec
         self.sign = Mode(mode).sign
         self.scaling = spec.scaling
+        self._rate_one = spec.scaling.rate(1)
         self.marks = milestones(spec.r, spec.R, spec.eta)
         self.levels = len(self.marks)
         self.kept = KeptFractions(self.levels, spec.eta, self._rung)
@@ -168,12 +165,12 @@ class HyperSched:
 
     def _moment(self, situation: Situation) -> Moment:
         return Moment(situation.now, situation.started_at, situation.deadline, self.by_step.best,
-                      self.pace.run_step_time(), self.startup_estimate, self.scaling.rate(1), self.pace.longest_run,
+                      self.pace.run_step_time(), self.startup_estimate, self._rate_one, self.pace.longest_run,
                       situation.trials_left)
 
     def _first_report_in(self) -> float:
         """Seconds from a launch to its first report: a startup and one step on one atom."""
-        return self.startup_estimate + (self.pace.run_step_time() or 0.0) / self.scaling.rate(1)
+        return self.startup_estimate + (self.pace.run_step_time() or 0.0) / self._rate_one
 
     def _cap(self, total: int) -> int:
         """Most atoms one trial may hold: the spec's limit, and no more than the belief finds useful."""
@@ -209,27 +206,30 @@ class HyperSched:
                planned: dict[str, int] | None = None) -> str | None:
         """The live trial that takes the next free atom (``uniform``: the best-standing of those holding
         the fewest atoms, ``planned`` counting atoms already promised; ``top_job``: the best-standing
-        that can take one), if its growth by one atom passes the overhead-aware test."""
+        that can take one), if past its cooldown, stepping, and its growth by one atom passes the test."""
+        pick = self._next_in_line(situation, exclude, planned)
+        if pick is None or self.live.since_launch.get(pick[0], 0) < self.spec.resize_cooldown \
+                or not self._stepping(pick[0], situation.now):
+            return None
+        grown = allowed_size(int(pick[1]) + 1, self.spec.allocation_grid)
+        return pick[0] if self.worth_growing(pick[0], grown, situation.time_left) else None
+
+    def _next_in_line(self, situation: Situation, exclude: Container[str] = frozenset(),
+                      planned: dict[str, int] | None = None) -> tuple[str, int] | None:
+        """``grower``'s candidate and the atoms it holds, before the rest is tested."""
         if self.spec.allocation == "none":
             return None
-        planned = planned or {}
-        cap = self._cap(situation.total_atoms)
-        pick = self.live.best_below(cap, exclude, planned, fewest_first=self.spec.allocation != "top_job")
-        if pick is None:
-            return None
-        chosen, fewest = pick
-        if self.live.since_launch.get(chosen, 0) < self.spec.resize_cooldown \
-                or not self._stepping(chosen, situation.now):
-            return None
-        grown = allowed_size(int(fewest) + 1, self.spec.allocation_grid)
-        return chosen if self.worth_growing(chosen, grown, situation.time_left) else None
+        return self.live.best_below(self._cap(situation.total_atoms), exclude, planned or {},
+                                    fewest_first=self.spec.allocation != "top_job")
 
     def _leaders_grow(self, situation: Situation) -> bool:
-        """The entrance's "the leaders grow instead": the live trial that would take the next atom stands
-        above every paused trial, would not reach R by the deadline on its atoms, and its growth pays."""
-        chosen, paused = self.grower(situation), self.bracket.best_paused()
-        return chosen is not None and self._time_to_R(chosen) > situation.time_left and (
-            paused is None or not self._stands_above(paused, chosen))
+        """The entrance's "the leaders grow instead": the live trial that would take the next atom would
+        not reach R by the deadline on its atoms, stands above every paused trial, and grows (cheap tests first)."""
+        pick = self._next_in_line(situation)
+        if pick is None or self._time_to_R(pick[0]) <= situation.time_left:
+            return False
+        paused = self.bracket.best_paused()
+        return (paused is None or not self._stands_above(paused, pick[0])) and self.grower(situation) is not None
 
     def _stands_above(self, trial_id: str, other: str) -> bool:
         """Whether ``trial_id`` reached a higher rung than ``other``, or the same with a better score there."""

@@ -28,6 +28,7 @@ Scores are normalised: higher is better.
 from __future__ import annotations
 
 import math
+from itertools import chain
 from collections.abc import Callable
 from statistics import NormalDist
 
@@ -125,30 +126,32 @@ class KeptFractions:
         return self._rho
 
 
-def normal_score(column: Rung, score: float) -> float:
-    """``score``'s normal score in ``column``: Phi^-1 of its share of the column below it."""
-    return NORMAL.inv_cdf(1.0 - (column.rank(score) + 0.5) / len(column))
+def normal_scores(column: Rung, trial_ids: list[str]) -> dict[str, float]:
+    """The normal score in ``column`` of each of ``trial_ids``'s recorded scores: Phi^-1 of its share of
+    the column below it (the ranks found at once)."""
+    ordered = np.asarray(column.sorted_scores, dtype=float)
+    scores = np.fromiter((column.recorded[t] for t in trial_ids), dtype=float, count=len(trial_ids))
+    better = len(ordered) - np.searchsorted(ordered, scores, side="right")  # (Rung.rank, for all at once)
+    shares = 1.0 - (better + 0.5) / len(ordered)
+    return dict(zip(trial_ids, map(NORMAL.inv_cdf, shares.tolist())))
 
 
 def latest_rows(columns: list[Rung]) -> list[np.ndarray]:
     """Per column v: the normal scores at columns 0..v of the latest (at most MOST_ROWS) trials recorded
     at column v that were recorded at every column before it, as an (n, v + 1) array."""
-    rows = [np.zeros((0, 1))]
-    scores: list[dict[str, float]] = [{} for _ in columns]  # (each normal score worked out once)
-
-    def score(c: int, trial_id: str) -> float:
-        known = scores[c].get(trial_id)
-        if known is None:
-            column = columns[c]
-            known = scores[c][trial_id] = normal_score(column, column.recorded[trial_id])
-        return known
-
+    chosen: list[list[str]] = [[]]
     for v in range(1, len(columns)):
+        earlier = [column.recorded for column in columns[:v]]
         found = []
         for trial_id in reversed(columns[v].recorded):
-            if all(trial_id in column.recorded for column in columns[:v]):
-                found.append([score(c, trial_id) for c in range(v + 1)])
+            if all(trial_id in recorded for recorded in earlier):
+                found.append(trial_id)
                 if len(found) == MOST_ROWS:
                     break
-        rows.append(np.array(found, dtype=float).reshape(len(found), v + 1))
-    return rows
+        chosen.append(found)
+    scores = [normal_scores(column, list(dict.fromkeys(chain.from_iterable(chosen[c:]))))
+              for c, column in enumerate(columns)]
+    return [np.zeros((0, 1))] + [
+        np.column_stack([np.fromiter(map(scores[c].__getitem__, chosen[v]), dtype=float, count=len(chosen[v]))
+                         for c in range(v + 1)])
+        for v in range(1, len(columns))]

@@ -76,6 +76,9 @@ class LiveTrials:
 
     def scored(self, trial_id: str, score: Score, reports_since_launch: int) -> None:
         """A live trial reported: ``score`` is its ranking key now."""
+        if trial_id in self.yieldable and self.yieldable.score(trial_id) == score:
+            self.since_launch[trial_id] = reports_since_launch
+            return  # (where it stands in every ranking already: the common case, at every report)
         self.ranking.set(trial_id, score)
         if trial_id in self.atoms:
             self.by_size[self.atoms[trial_id]].set(trial_id, score)
@@ -128,12 +131,21 @@ class LiveTrials:
         """The best-ranked live trial holding fewer than ``cap`` atoms, none of ``exclude``, with its atoms
         (``planned``: sizes already promised, counted instead of the held ones); ``fewest_first``: among
         those holding the fewest atoms."""
+        if not planned and not exclude and fewest_first:  # (the common case: asked at every decision)
+            fewest = min(self.by_size, default=cap)
+            best = self.by_size[fewest].best() if fewest < cap else None  # (by_size holds no empty ranking)
+            return (best, fewest) if best is not None else None
         if not fewest_first:
             return next(((t, planned.get(t, self.atoms[t])) for t, _ in self.ranking.best_first()
                          if t not in exclude and planned.get(t, self.atoms[t]) < cap), None)
         for size in sorted(set(self.by_size) | set(planned.values())):
             if size >= cap:
                 break
+            if not planned:  # (none promised: the best held at this size that is not excluded)
+                held_here = next((t for t, _ in self.by_size[size].best_first() if t not in exclude), None)
+                if held_here is not None:
+                    return held_here, size
+                continue
             same = self.by_size.get(size, Ranking())
             held = (t for t, _ in same.best_first() if t not in exclude and t not in planned)
             ranked = [t for t in [next(held, None), *(t for t, n in planned.items() if n == size)]

@@ -65,6 +65,11 @@ class Rung:
         """The best recorded score (-inf when none)."""
         return self._sorted[-1] if self._sorted else -math.inf
 
+    @property
+    def sorted_scores(self) -> list[float]:
+        """The recorded scores, ascending (do not mutate)."""
+        return self._sorted
+
     def rank(self, score: float) -> int:
         """How many recorded scores are strictly better than ``score``."""
         return len(self._sorted) - bisect.bisect_right(self._sorted, score)

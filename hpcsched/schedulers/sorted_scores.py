@@ -27,15 +27,16 @@ class RunningQuantile:
 
     def add(self, value: float) -> None:
         self._value = None
-        if self._low and value <= -self._low[0]:
-            heapq.heappush(self._low, -value)
+        low, high = self._low, self._high
+        if low and value <= -low[0]:
+            heapq.heappush(low, -value)
         else:
-            heapq.heappush(self._high, value)
-        want = int(self.q * (len(self) - 1)) + 1
-        while len(self._low) > want:
-            heapq.heappush(self._high, -heapq.heappop(self._low))
-        while len(self._low) < want:
-            heapq.heappush(self._low, -heapq.heappop(self._high))
+            heapq.heappush(high, value)
+        want = int(self.q * (len(low) + len(high) - 1)) + 1
+        while len(low) > want:
+            heapq.heappush(high, -heapq.heappop(low))
+        while len(low) < want:
+            heapq.heappush(low, -heapq.heappop(high))
 
     def value(self) -> float | None:
         """The linear-interpolated quantile (as numpy.percentile), None when empty."""
@@ -49,10 +50,12 @@ class RunningQuantile:
 
 
 Score = float | tuple[float, ...]
+_UNRANKED = object()  # (no score equals it)
 
 
-def _negated(score: Score) -> Score:
-    return tuple(-x for x in score) if isinstance(score, tuple) else -score
+def _key(score: Score, seq: int, item: str) -> tuple:
+    """``item``'s sort key, best first: its negated score (a tuple's elements inline), then insertion order."""
+    return (*[-x for x in score], seq, item) if isinstance(score, tuple) else (-score, seq, item)
 
 
 class Ranking:
@@ -60,8 +63,8 @@ class Ranking:
     lookups and updates by bisection."""
 
     def __init__(self) -> None:
-        self._keys: list[tuple[Score, int, str]] = []
-        self._key_of: dict[str, tuple[Score, int, str]] = {}
+        self._keys: list[tuple] = []  # (negated score..., insertion order, item), ascending
+        self._key_of: dict[str, tuple] = {}
         self._score_of: dict[str, Score] = {}
         self._seq = 0
 
@@ -73,10 +76,10 @@ class Ranking:
 
     def set(self, item: str, score: Score) -> None:
         """Insert or move ``item`` (higher score ranks first; unscored items use -inf)."""
-        if item in self._score_of and self._score_of[item] == score:
+        if self._score_of.get(item, _UNRANKED) == score:
             return  # (where it stands already)
         self.discard(item)
-        key = (_negated(score), self._seq, item)
+        key = _key(score, self._seq, item)
         self._seq += 1
         bisect.insort(self._keys, key)
         self._key_of[item] = key
@@ -96,14 +99,14 @@ class Ranking:
         return bisect.bisect_left(self._keys, self._key_of[item])
 
     def best(self) -> str | None:
-        return self._keys[0][2] if self._keys else None
+        return self._keys[0][-1] if self._keys else None
 
     def best_first(self):
         """(item, score) pairs, best first (a generator; do not mutate while iterating)."""
-        for _, _, item in self._keys:
-            yield item, self._score_of[item]
+        for key in self._keys:
+            yield key[-1], self._score_of[key[-1]]
 
     def worst_first(self):
         """(item, score) pairs, worst first (a generator; do not mutate while iterating)."""
-        for _, _, item in reversed(self._keys):
-            yield item, self._score_of[item]
+        for key in reversed(self._keys):
+            yield key[-1], self._score_of[key[-1]]
