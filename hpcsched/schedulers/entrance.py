@@ -87,8 +87,8 @@ class Entrance:
         if self.kind == "none":
             return None
         if self.kind == "deadline":
-            if m.trials_left == 0 and can_speed_up():
-                return "no new trial is left to start; the leaders grow instead"
+            if m.trials_left == 0:
+                return "no new trial is left to start; the leaders grow instead" if can_speed_up() else None
             match = self._first_match(m)
             if match is None or m.time_left >= self._time_to_reach(m, match) or not can_speed_up():
                 return None
