@@ -9,7 +9,7 @@ from hpcsched.core.records import EntranceClosed, Exited
 from hpcsched.core.scaling import named_scaling
 from hpcsched.schedulers.decisions import CloseEntrance, PauseTrial, ResizeTrial, ResumeTrial, StartTrial, StopTrial
 from hpcsched.schedulers.entrance import BestByStep, Entrance, Moment
-from hpcsched.schedulers.kept import KeptFractions, kept_fraction, population_covariance
+from hpcsched.schedulers.kept import NORMAL, KeptFractions, kept_fraction, latest_rows, population_covariance
 from hpcsched.schedulers.rungs import Rung
 from tests.harness import Harness
 
@@ -279,6 +279,19 @@ def test_the_population_correlation_is_recovered_from_a_run_that_chose_who_went_
     assert np.corrcoef(x0[ended], final[ended])[0, 1] < 0.25  # what the trials that ended show by themselves
     # too few rows for a variable: the covariance stops before it
     assert population_covariance([rows[0], rows[1][:5]]).shape == (1, 1)
+
+
+def test_the_rows_hold_each_trial_s_normal_scores_at_the_columns_it_reached():
+    low, high, final = Rung(1, 4, 3), Rung(4, 4, 3), Rung(0, 4, 3)
+    for trial_id, score in (("a", 0.1), ("b", 0.5), ("c", 0.5), ("d", 0.9)):  # "b" and "c" tie
+        low.record(trial_id, score)
+    high.record("d", 0.3), high.record("b", 0.7), high.record("x", 0.2)  # "x" skipped the first column
+    final.record("b", 0.4)
+    rows = latest_rows([low, high, final])
+    # a normal score: Phi^-1 of the share of the column below the score (ties share their rank)
+    assert rows[1].tolist() == [[NORMAL.inv_cdf(1 - 1.5 / 4), NORMAL.inv_cdf(1 - 0.5 / 3)],  # "b", latest first
+                                [NORMAL.inv_cdf(1 - 0.5 / 4), NORMAL.inv_cdf(1 - 1.5 / 3)]]  # "d"
+    assert rows[2].tolist() == [[NORMAL.inv_cdf(1 - 1.5 / 4), NORMAL.inv_cdf(1 - 0.5 / 3), NORMAL.inv_cdf(0.5)]]
 
 
 def test_kept_fractions_follow_the_final_scores_once_trials_end():

@@ -16,6 +16,11 @@ def test_best_below_takes_the_fewest_atoms_first_then_the_best() -> None:
     live = _live()
     assert live.best_below(cap=8, exclude=set(), planned={}, fewest_first=True) == ("a", 1)
     assert live.best_below(cap=8, exclude={"a"}, planned={}, fewest_first=True) == ("d", 1)
+    assert live.best_below(cap=1, exclude=set(), planned={}, fewest_first=True) is None  # none holds under 1
+    live.forget("a"), live.forget("c"), live.forget("d")  # only "b" is left, on 2 atoms
+    assert live.best_below(cap=8, exclude=set(), planned={}, fewest_first=True) == ("b", 2)
+    assert live.best_below(cap=8, exclude={"b"}, planned={}, fewest_first=True) is None
+    live = _live()
     # a promised growth counts: "a" is planned at 2 atoms, "b" stands higher among those on 2
     assert live.best_below(cap=8, exclude=set(), planned={"a": 2, "d": 2, "c": 2}, fewest_first=True) == ("b", 2)
     assert live.best_below(cap=2, exclude=set(), planned={"a": 2, "d": 2, "c": 2}, fewest_first=True) is None

@@ -28,8 +28,8 @@ Scores are normalised: higher is better.
 from __future__ import annotations
 
 import math
-from itertools import chain
 from collections.abc import Callable
+from itertools import chain
 from statistics import NormalDist
 
 import numpy as np
