@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcsched.core.records import FinishReason
+from hpcsched.core.records import FinishReason, Launched
 from tests.runs import pause_lags, records
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,11 +95,15 @@ def test_quickstart_from_a_fresh_copy_as_the_readme_says(tmp_path):
     result = json.loads((run / "result.json").read_text())
     # a planned end: the deadline, or the finalists trained to R with no time left to use
     assert FinishReason.planned(result["reason"]) and result["best"]["score"] > 0.9
-    # HyperSched's mechanisms act: a model is trained to R, and once all ten have started a free slot grows a
-    # running trial (exploration closes only where a leader could not reach R in time on its slot: on a
-    # slow machine)
+    # HyperSched's mechanisms act: a model is trained to R, and once all ten have started a slot that comes free
+    # grows a running trial or resumes a paused one (growth only where the overhead-aware test finds it pays:
+    # where epochs are short against a launch, the paused trials are resumed instead; tools/bench_quickstart.py
+    # counts the resizes)
     assert result["best_completed"] is not None and result["best_completed"]["step"] == result["max_steps"] == 30
-    assert result["trials_started"] == 10 and result["resizes"] >= 1  # then free slots grew running trials
+    recs = records(run)
+    last_start = max(r.t for r in recs if isinstance(r, Launched) and r.reason == "start")
+    assert result["trials_started"] == 10 and any(isinstance(r, Launched) and r.reason in ("resize", "resume")
+                                                  and r.t > last_start for r in recs)
     best, done = result["best"], result["best_completed"]
     if best["completed"]:  # the answer is the best configuration as a fully trained model: its step-R checkpoint
         assert best["step"] == 30
@@ -107,7 +111,7 @@ def test_quickstart_from_a_fresh_copy_as_the_readme_says(tmp_path):
         assert best["trained_steps"] < 30 and best["peak_score"] >= done["score"]
         assert "(not trained to R = 30)" in proc.stdout and f"best fully trained (step 30): trial {done['trial']}" \
             in proc.stdout
-    assert all(exited == decided for _, reason, decided, exited, _ in pause_lags(records(run))
+    assert all(exited == decided for _, reason, decided, exited, _ in pause_lags(recs)
                if reason.startswith("rung"))  # no epoch trained after a pause at a rung
     assert result["best"]["checkpoint"] in proc.stdout
     check = ("import sys; sys.path.insert(0, 'experiments/quickstart'); import torch, train;"

@@ -49,7 +49,7 @@ def test_sbatch_template_runs_a_search_with_pauses_promotions_and_resizes(tmp_pa
     spec = write_spec(tmp_path, deadline="75s", max_trials=12, **GPU_TOY,
                       space={"quality": {"grid": [0.9, 0.7, 0.5, 0.3, 0.2, 0.1, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65]},
                              "step_time": 0.3},
-                      scheduler={"R": 24, "allocation": "top_job"},
+                      scheduler={"R": 48, "allocation": "top_job"},  # (long enough that growing pays)
                       controller={"poll_interval": 0.2, "stop_margin": 5, "stop_grace": 15})
     run = tmp_path / "run"
     job = sbatch(spec, run, "e2e", "--time=5")
