@@ -131,21 +131,20 @@ class LiveTrials:
         """The best-ranked live trial holding fewer than ``cap`` atoms, none of ``exclude``, with its atoms
         (``planned``: sizes already promised, counted instead of the held ones); ``fewest_first``: among
         those holding the fewest atoms."""
-        if not planned and not exclude and fewest_first:  # (the common case: asked at every decision)
-            fewest = min(self.by_size, default=cap)
-            best = self.by_size[fewest].best() if fewest < cap else None  # (by_size holds no empty ranking)
-            return (best, fewest) if best is not None else None
+        if not planned and fewest_first:  # (the common case, asked at every decision: no size promised)
+            for size in sorted(self.by_size):
+                if size >= cap:
+                    break
+                held = next((t for t, _ in self.by_size[size].best_first() if t not in exclude), None)
+                if held is not None:
+                    return held, size
+            return None
         if not fewest_first:
             return next(((t, planned.get(t, self.atoms[t])) for t, _ in self.ranking.best_first()
                          if t not in exclude and planned.get(t, self.atoms[t]) < cap), None)
         for size in sorted(set(self.by_size) | set(planned.values())):
             if size >= cap:
                 break
-            if not planned:  # (none promised: the best held at this size that is not excluded)
-                held_here = next((t for t, _ in self.by_size[size].best_first() if t not in exclude), None)
-                if held_here is not None:
-                    return held_here, size
-                continue
             same = self.by_size.get(size, Ranking())
             held = (t for t, _ in same.best_first() if t not in exclude and t not in planned)
             ranked = [t for t in [next(held, None), *(t for t, n in planned.items() if n == size)]
