@@ -35,12 +35,13 @@ def _problems(raw) -> list[str]:
 
 def test_all_problems_collected_each_naming_path_and_value():
     raw = {**GOOD, "scheduler": {"kind": "hypersched", "r": 60, "R": 50, "eta": 1, "entrance": 2,
-                                 "allocation": "greedy", "bogus": 1},
+                                 "allocation": "greedy", "rung_value": "guess", "bogus": 1},
            "resources": {"atoms": 0}, "deadline": "soon", "max_trials": -1, "extra": True}
     problems = _problems(raw)
     for expected in ["scheduler.eta: must be >= 2, got 1",
                      "scheduler.entrance: expected deadline, adaptive, none, or the fraction",
                      "scheduler.allocation: expected one of uniform, top_job, none, got 'greedy'",
+                     "scheduler.rung_value: expected one of forecast, score, got 'guess'",
                      "scheduler.bogus: unknown key; valid keys:",
                      "scheduler.r: must be <= R (50), got 60",
                      "resources.atoms: must be >= 1, got 0",

@@ -44,7 +44,7 @@ STEP_TIME = 30.0  # seconds per step on one atom, every setting
 # reason for the defaults, docs/ARCHITECTURE.md "Where we differ from the authors' code").
 CONFIGURATIONS = {
     "speculative": {"speculative": True},
-    "paper": {"speculative": True, "entrance": "adaptive", "rung_trust": "fixed"},
+    "paper": {"speculative": True, "entrance": "adaptive", "rung_trust": "fixed", "rung_value": "score"},
 }
 
 

@@ -21,6 +21,7 @@ from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, 
                                            StartTrial, StopTrial, rung_steps)
 from hpcsched.core.decision_steps import DecisionSteps
 from hpcsched.schedulers.entrance import BestByStep, Entrance, Moment
+from hpcsched.schedulers.forecast import Forecast
 from hpcsched.schedulers.kept import KeptFractions
 from hpcsched.schedulers.live import LiveTrials
 from hpcsched.schedulers.pace import Pace
@@ -43,6 +44,10 @@ class HyperSched:
         quantile = self.kept.quantile if spec.rung_trust == "learned" else None
         kind = SpeculativeBracket if spec.speculative else TopFractionBracket
         self.bracket: SpeculativeBracket | TopFractionBracket = kind(spec.r, spec.R, spec.eta, quantile)
+        self.forecast = Forecast(self.marks, spec.R, spec.eta, self._rescore)
+        self._forecasting = spec.rung_value == "forecast"
+        if self._forecasting:
+            self.bracket.value = self.forecast.rung_value
         self.by_step = BestByStep()
         self.entrance = Entrance(spec.entrance, spec.R, spec.eta, self.by_step)
         self.live = LiveTrials()  # ranked by standing
@@ -51,12 +56,10 @@ class HyperSched:
         self._verdicts: dict[str, PauseTrial | StopTrial] = {}  # on a live trial's own report
         self._pause_rung: dict[str, Rung] = {}
         self._standing: dict[str, tuple[float, float]] = {}  # (highest rung level recorded, score there)
-        self._steps: dict[str, int] = {}  # the furthest step each trial reported
         self._resizing: set[str] = set()  # trials stopping to relaunch on another number of atoms
         self._swapping: dict[str, str] = {}  # live trial paused to make room -> the paused trial it makes room for
         self._caps: dict[int, int] = {}
         self._running_since: dict[str, float] = {}  # when each trial's current launch started training
-        self._last_report: dict[str, float] = {}
         self._below_rungs: dict[str, None] = {}  # paused trials that recorded no rung score, in pause order
 
     # ------------------------------------------------------------ observing
@@ -90,8 +93,9 @@ class HyperSched:
             self.pace.add_report(record.trial, trial.run_time, trial.atoms, trial.step_time)
         score = self.sign * record.score
         self.by_step.add(record.step, score)
-        self._steps[record.trial] = max(record.step, self._steps.get(record.trial, 0))
-        self._last_report[record.trial] = record.t
+        if self._forecasting:
+            self.forecast.observe(record.trial, record.step, score)
+        self.pace.reached(record.trial, record.step, record.t)
         live = record.trial in self.live.atoms
         if record.step >= self.spec.R:
             self.kept.finished(record.trial, score)
@@ -145,6 +149,16 @@ class HyperSched:
         elif level < 0:
             self._below_rungs[record.trial] = None  # paused before its first rung: resumed when nothing else is
 
+    def _rescore(self, level: int) -> None:
+        """The forecast of ``level`` changed: its rung, and the standing of the trials that stand there."""
+        rung = self._rung(level)
+        rung.rescore(self.forecast.values(level, list(rung.recorded)))
+        for trial_id, value in rung.recorded.items():
+            if self._standing.get(trial_id, NO_STANDING)[0] == level:
+                self._standing[trial_id] = standing = (float(level), value)
+                if trial_id in self.live.atoms:
+                    self.live.scored(trial_id, standing, self.live.since_launch[trial_id])
+
     def _rung(self, level: int) -> Rung:
         return self.bracket.rungs[self.levels - 1 - level]
 
@@ -182,25 +196,9 @@ class HyperSched:
     def worth_growing(self, trial_id: str, new: int, time_left: float) -> bool:
         """The overhead-aware test for ``trial_id`` on ``new`` atoms, over the time until the deadline or
         until it would reach R on its atoms (after R its atoms are free again: a resize then only costs)."""
-        horizon = min(time_left, self._time_to_R(trial_id))
+        horizon = min(time_left, self.pace.time_to(trial_id, self.spec.R, self.live.atoms[trial_id]))
         return worth_resizing(self.scaling, self.live.atoms[trial_id], new, horizon, self.resize_overhead,
                               self.spec.resize_margin)
-
-    def _time_to_R(self, trial_id: str) -> float:
-        """Seconds live ``trial_id`` needs to reach R on its atoms at its pace (inf before a step was timed)."""
-        step_time = self.pace.step_time(trial_id)
-        if step_time is None or step_time <= 0:
-            return math.inf
-        steps_left = max(0, self.spec.R - self._steps.get(trial_id, 0))
-        return steps_left * step_time / self.scaling.rate(self.live.atoms[trial_id])
-
-    def _stepping(self, trial_id: str, now: float) -> bool:
-        """Whether ``trial_id`` reported within two of its steps (a trial gone silent does not grow)."""
-        step_time = self.pace.step_time(trial_id)
-        if step_time is None or step_time <= 0:
-            return True
-        atoms = self.live.atoms.get(trial_id, 1)
-        return now - self._last_report.get(trial_id, now) <= 2 * step_time / self.scaling.rate(atoms)
 
     def grower(self, situation: Situation, exclude: Container[str] = frozenset(),
                planned: dict[str, int] | None = None) -> str | None:
@@ -209,7 +207,7 @@ class HyperSched:
         that can take one), if past its cooldown, stepping, and its growth by one atom passes the test."""
         pick = self._next_in_line(situation, exclude, planned)
         if pick is None or self.live.since_launch.get(pick[0], 0) < self.spec.resize_cooldown \
-                or not self._stepping(pick[0], situation.now):
+                or not self.pace.stepping(pick[0], situation.now, self.live.atoms.get(pick[0], 1)):
             return None
         grown = allowed_size(int(pick[1]) + 1, self.spec.allocation_grid)
         return pick[0] if self.worth_growing(pick[0], grown, situation.time_left) else None
@@ -226,7 +224,7 @@ class HyperSched:
         """The entrance's "the leaders grow instead": the live trial that would take the next atom would
         not reach R by the deadline on its atoms, stands above every paused trial, and grows (cheap tests first)."""
         pick = self._next_in_line(situation)
-        if pick is None or self._time_to_R(pick[0]) <= situation.time_left:
+        if pick is None or self.pace.time_to(pick[0], self.spec.R, pick[1]) <= situation.time_left:
             return False
         paused = self.bracket.best_paused()
         return (paused is None or not self._stands_above(paused, pick[0])) and self.grower(situation) is not None

@@ -1,4 +1,4 @@
-"""How long things take in this run, as measured: startups, stops and steps.
+"""How long things take in this run, as measured: startups, stops and steps, and where each trial is.
 
 Step times are kept as on one atom (a trial on ``a`` atoms steps ``rate(a) / rate(1)`` times
 faster under the scheduler's scaling belief): per trial, the median of its last few (configurations
@@ -7,6 +7,8 @@ differ in cost: width, batch size), and over the run, the median of every step t
 """
 
 from __future__ import annotations
+
+import math
 
 from hpcsched.core.scaling import Scaling
 from hpcsched.schedulers.sorted_scores import RunningQuantile
@@ -23,6 +25,8 @@ class Pace:
         self._stops = RunningQuantile(quantile)  # from the request (or a report after it) to the exit
         self._run_step_times = RunningQuantile(0.5)  # steps timed on one atom; grows with every report
         self._own: dict[str, list[float]] = {}
+        self._furthest: dict[str, int] = {}  # the furthest step each trial reported
+        self._last_report: dict[str, float] = {}
         self.longest_run = 0.0  # the longest a trial has run so far (T' of the paper's entrance rule)
 
     def add_startup(self, seconds: float) -> None:
@@ -45,8 +49,30 @@ class Pace:
         if len(recent) > OWN_STEP_TIMES:
             del recent[0]
 
+    def reached(self, trial_id: str, step: int, t: float) -> None:
+        """``trial_id`` reported ``step`` at time ``t``."""
+        self._furthest[trial_id] = max(step, self._furthest.get(trial_id, 0))
+        self._last_report[trial_id] = t
+
     def forget(self, trial_id: str) -> None:
         self._own.pop(trial_id, None)
+        self._furthest.pop(trial_id, None)
+        self._last_report.pop(trial_id, None)
+
+    def time_to(self, trial_id: str, step: int, atoms: int) -> float:
+        """Seconds ``trial_id`` needs on ``atoms`` atoms to reach ``step`` at its pace (inf before a step was timed)."""
+        step_time = self.step_time(trial_id)
+        if step_time is None or step_time <= 0:
+            return math.inf
+        return max(0, step - self._furthest.get(trial_id, 0)) * step_time / self._scaling.rate(atoms)
+
+    def stepping(self, trial_id: str, now: float, atoms: int) -> bool:
+        """Whether ``trial_id`` on ``atoms`` atoms reported within two of its steps (a trial gone silent
+        does not grow)."""
+        step_time = self.step_time(trial_id)
+        if step_time is None or step_time <= 0:
+            return True
+        return now - self._last_report.get(trial_id, now) <= 2 * step_time / self._scaling.rate(atoms)
 
     def startup(self) -> float | None:
         """A startup (or resize) at the quantile; None before any was measured."""

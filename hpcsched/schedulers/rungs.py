@@ -61,6 +61,15 @@ class Rung:
         s = self._sorted
         return s[lo] + (pos - lo) * (s[hi] - s[lo])
 
+    def rescore(self, values: dict[str, float]) -> None:
+        """Replace the recorded values of ``values``' trials; cutoffs, ranks and the paused order follow."""
+        self.recorded.update(values)
+        self._sorted = sorted(self.recorded.values())
+        paused = [trial_id for _, _, trial_id in self._paused]
+        self._paused, self._paused_key = [], {}
+        for trial_id in paused:
+            self.add_paused(trial_id)
+
     def best(self) -> float:
         """The best recorded score (-inf when none)."""
         return self._sorted[-1] if self._sorted else -math.inf
@@ -106,12 +115,20 @@ class Rung:
 
 
 class Bracket:
-    """The rungs of one successive-halving bracket, highest milestone first."""
+    """The rungs of one successive-halving bracket, highest milestone first. ``value(trial, level, score)``
+    (optional) gives what a rung records for a report's score (default: the score)."""
 
     def __init__(self, r: int, R: int, eta: float):
         marks = milestones(r, R, eta)
         self.rungs = tuple(Rung(m, eta, level) for level, m in reversed(list(enumerate(marks))))
         self.paused_at: dict[str, Rung] = {}
+        self.value: Callable[[str, int, float], float] | None = None
+
+    def _record(self, rung: Rung, trial_id: str, score: float) -> float:
+        """Record the trial's first arrival at ``rung``; return what the rung holds for it."""
+        if trial_id not in rung.recorded and self.value is not None:
+            score = self.value(trial_id, rung.level, score)
+        return rung.record(trial_id, score)[0]
 
     def passed(self, step: int):
         """Rungs whose milestone is <= step, highest first."""
@@ -160,12 +177,12 @@ class SpeculativeBracket(Bracket):
         failed = None
         for rung in self.passed(step):
             cut = self._cutoff(rung)  # before a first arrival is recorded, as the authors' code does
-            recorded, _ = rung.record(trial_id, score)
+            recorded = self._record(rung, trial_id, score)
             if failed is None and cut is not None and recorded < cut:
                 failed = rung
             if self.current_only:
                 for lower in self.passed(rung.milestone - 1):  # record the rungs it jumped over
-                    lower.record(trial_id, score)
+                    self._record(lower, trial_id, score)
                 break
         return failed
 
@@ -231,8 +248,7 @@ class TopFractionBracket(Bracket):
         for rung in self.passed(step):
             if trial_id in rung.recorded:
                 continue
-            recorded, _ = rung.record(trial_id, score)
-            return None if self._continues(rung, recorded) else rung
+            return None if self._continues(rung, self._record(rung, trial_id, score)) else rung
         self._recorded_below[trial_id] = next((rung.milestone for rung in reversed(self.rungs)
                                                if rung.milestone > step), math.inf)
         return None

@@ -22,6 +22,7 @@ SCHEDULER_KINDS = ("asha", "hypersched", "random", "one_epoch")
 ALLOCATION_POLICIES = ("uniform", "top_job", "none")
 WORKLOAD_KINDS = ("synthetic", "trace")
 RUNG_TRUST = ("learned", "fixed")
+RUNG_VALUES = ("forecast", "score")
 # HyperSched keys of earlier versions, with what replaced them (a spec that sets one is refused with this)
 REMOVED_SCHEDULER_KEYS = {
     "retrospective": "speculative evaluation compares a trial on every rung it passed, as the paper's did",
@@ -61,6 +62,7 @@ class SchedulerSpec:
     # HyperSched
     speculative: bool = False  # true: the paper's speculative evaluation (pauses decided at every step)
     rung_trust: str = "learned"  # learned: kept by the rungs' correlation with the end | fixed: 1/eta (paper)
+    rung_value: str = "forecast"  # forecast: rungs rank by the curve's forecast | score: by the score (paper)
     entrance: str | float = "deadline"  # deadline | adaptive (paper) | none | fraction of the deadline
     allocation: str = "uniform"  # uniform | top_job | none
     overhead_aware: bool = True

@@ -21,8 +21,8 @@ from hpcsched.core.outcomes import NON_FINITE_POLICIES
 from hpcsched.core.space import Space
 from hpcsched.spec import fields as f
 from hpcsched.spec.model import (ALLOCATION_POLICIES, ASHA_ONLY, COMMON_SCHEDULER_KEYS, MAX_ATOMS, MAX_ETA, MAX_STEPS,
-                                 REMOVED_SCHEDULER_KEYS, RUNG_TRUST, SCHEDULER_KINDS, WORKLOAD_KINDS, ControllerSpec,
-                                 MetricSpec, ResourcesSpec, SchedulerSpec, Variant, WorkloadSpec)
+                                 REMOVED_SCHEDULER_KEYS, RUNG_TRUST, RUNG_VALUES, SCHEDULER_KINDS, WORKLOAD_KINDS,
+                                 ControllerSpec, MetricSpec, ResourcesSpec, SchedulerSpec, Variant, WorkloadSpec)
 
 Table = Mapping[str, Callable[[Any], Any]]
 PROFILE_KEY = "profile"  # scheduler.profile: a profile file that gives scaling and startup_estimate
@@ -67,7 +67,7 @@ def scheduler_fields(path: str, problems: list[str]) -> Table:
     return {"kind": f.one_of(*SCHEDULER_KINDS), "r": f.at_most(f.int_at_least(1), MAX_STEPS),
             "R": f.at_most(f.int_at_least(1), MAX_STEPS), "eta": f.at_most(f.number_at_least(2), MAX_ETA),
             "atoms_per_trial": f.int_at_least(1), "speculative": f.boolean,
-            "rung_trust": f.one_of(*RUNG_TRUST), "entrance": f.entrance,
+            "rung_trust": f.one_of(*RUNG_TRUST), "rung_value": f.one_of(*RUNG_VALUES), "entrance": f.entrance,
             "allocation": f.one_of(*ALLOCATION_POLICIES), "overhead_aware": f.boolean,
             "scaling": lambda v: f.scaling(v, f"{path}.scaling", problems),
             "allocation_grid": f.int_at_least(1), "resize_margin": f.number_at_least(0),

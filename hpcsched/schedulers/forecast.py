@@ -1,0 +1,105 @@
+"""What a trial's curve up to a rung foretells: its normal score at the next milestone, learned in the run.
+
+A rung score alone ranks a family's trials badly where curves cross: lstm-ptb's best configurations
+start slowly and stand 20-55 % down at step 4, but their curve from step 1 to step 4 tells them apart.
+So every rung above the first records a forecast instead of the raw score:
+
+1. **Features.** The trial's normal scores (by rank among all trials that reached that step, as in
+   kept.py) at the previous milestone, half-way (geometrically) and the rung's own milestone.
+2. **Target.** Its normal score at the next milestone (R above the top rung): what a promotion buys.
+3. **Fit.** Least squares on the run's trials that reached the target. The run chose them by scores that
+   the regression conditions on, so the fit is not biased by that selection (it is where the run
+   promotes that it needs to be right). Refitted each time those trials have doubled; each refit
+   re-ranks the rung (``on_refit``).
+
+Until a level has MIN_ROWS rows beyond its coefficients its rung records the raw score, as ASHA's.
+Scores are normalised: higher is better.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from hpcsched.schedulers.kept import MIN_ROWS, MOST_ROWS, NORMAL, normal_scores
+from hpcsched.schedulers.rungs import Rung
+
+REFIT = 2.0  # refit once this many times the rows of the last fit reached the target (a refit re-ranks a rung)
+
+
+def feature_steps(marks: tuple[int, ...], level: int) -> tuple[int, ...]:
+    """The steps whose scores forecast rung ``level`` (>= 1): the previous milestone, half-way, the rung's."""
+    prev, mark = marks[level - 1], marks[level]
+    return tuple(dict.fromkeys((prev, max(prev, round((prev * mark) ** 0.5)), mark)))
+
+
+class Forecast:
+    """Forecasts for the rungs at ``marks`` (levels 0.., below ``R``); ``on_refit(level)`` is called when
+    level's regression changes, so that its rung's recorded values are recomputed (``values``)."""
+
+    def __init__(self, marks: tuple[int, ...], R: int, eta: float, on_refit: Callable[[int], None]):
+        self.on_refit = on_refit
+        self.features = {level: feature_steps(marks, level) for level in range(1, len(marks))}
+        self.target = {level: marks[level + 1] if level + 1 < len(marks) else R for level in self.features}
+        self._steps = sorted({s for steps in self.features.values() for s in steps} | set(self.target.values()))
+        self._levels_at = {step: [level for level, t in self.target.items() if t == step] for step in self._steps}
+        self.columns = {step: Rung(step, eta) for step in self._steps}  # every trial's score at each step
+        self._next: dict[str, int] = {}  # trial -> index in _steps of the next step it has no score at
+        self._reached: dict[int, list[str]] = {level: [] for level in self.features}  # at the target, in order
+        self.coef: dict[int, np.ndarray] = {}  # level -> (intercept, one coefficient per feature step)
+        self._fitted_rows: dict[int, int] = {}
+
+    def observe(self, trial_id: str, step: int, score: float) -> None:
+        """A report: its score is the trial's at every tracked step up to ``step`` it has none at yet."""
+        i = self._next.get(trial_id, 0)
+        steps = self._steps
+        if i >= len(steps) or steps[i] > step:
+            return  # (the common case: no tracked step reached)
+        while i < len(steps) and steps[i] <= step:
+            self.columns[steps[i]].record(trial_id, score)
+            for level in self._levels_at[steps[i]]:
+                self._reached[level].append(trial_id)
+                self._maybe_fit(level)
+            i += 1
+        self._next[trial_id] = i
+
+    def ready(self, level: int) -> bool:
+        """Whether rung ``level`` has a forecast (else it records the raw score)."""
+        return level in self.coef
+
+    def rung_value(self, trial_id: str, level: int, score: float) -> float:
+        """What rung ``level`` records for the trial's report of ``score``: its forecast once there is one."""
+        return self.value(level, trial_id) if level in self.coef else score
+
+    def value(self, level: int, trial_id: str) -> float:
+        """The forecast for one trial with a score at every feature step of ``level``."""
+        coef = self.coef[level]
+        total = float(coef[0])
+        for c, step in zip(coef[1:].tolist(), self.features[level]):
+            column = self.columns[step]
+            total += c * NORMAL.inv_cdf(1.0 - (column.rank(column.recorded[trial_id]) + 0.5) / len(column))
+        return total
+
+    def values(self, level: int, trial_ids: list[str]) -> dict[str, float]:
+        """The forecasts of ``trial_ids`` (each with a score at every feature step of ``level``), at once."""
+        if not trial_ids:
+            return {}
+        return dict(zip(trial_ids, (self._design(level, trial_ids) @ self.coef[level]).tolist()))
+
+    def _maybe_fit(self, level: int) -> None:
+        rows = self._reached[level]
+        if len(rows) < MIN_ROWS + len(self.features[level]) + 1 or len(rows) < self._fitted_rows.get(level, 0) * REFIT:
+            return
+        latest = rows[-MOST_ROWS:]
+        target = normal_scores(self.columns[self.target[level]], latest)
+        y = np.fromiter(map(target.__getitem__, latest), dtype=float, count=len(latest))
+        self.coef[level] = np.linalg.lstsq(self._design(level, latest), y, rcond=None)[0]
+        self._fitted_rows[level] = len(rows)
+        self.on_refit(level)
+
+    def _design(self, level: int, trial_ids: list[str]) -> np.ndarray:
+        columns = [normal_scores(self.columns[step], trial_ids) for step in self.features[level]]
+        return np.column_stack([np.ones(len(trial_ids))]
+                               + [np.fromiter(map(c.__getitem__, trial_ids), dtype=float, count=len(trial_ids))
+                                  for c in columns])
