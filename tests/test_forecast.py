@@ -109,3 +109,19 @@ def test_hypersched_finds_the_slow_starters_that_end_higher_where_ranking_by_the
     frame = simulate_experiment(parse_experiment(raw), seeds=list(range(6)), event_log=False)
     best = frame.pivot(index="seed", columns="variant", values="best_score")
     assert (best["forecast"] >= best["score"]).all() and best["forecast"].mean() > best["score"].mean() + 0.02, best
+
+
+def test_one_rung_has_nothing_to_forecast_and_a_fit_on_the_most_rows_a_fit_reads_is_the_last(monkeypatch):
+    import hpcsched.schedulers.forecast as forecast_module
+
+    alone = Forecast((1,), 60, 4, lambda level: None)
+    alone.observe("t", 1, 0.5)
+    assert alone.features == {} and not alone.ready(1)
+    monkeypatch.setattr(forecast_module, "MOST_ROWS", 16)
+    refits: list[int] = []
+    forecast = Forecast(MARKS, 60, 4, refits.append)
+    rng = np.random.default_rng(2)
+    for i in range(64):
+        tau = rng.uniform(0.5, 8.0)
+        feed(forecast, f"t{i}", curve(tau, crossing(tau), 16))
+    assert refits == [1, 1]  # at 12 rows, at 24 (which read the most, 16), and never again

@@ -10,7 +10,7 @@ from hpcsched.core.scaling import named_scaling
 from hpcsched.schedulers.decisions import CloseEntrance, PauseTrial, ResizeTrial, ResumeTrial, StartTrial, StopTrial
 from hpcsched.schedulers.entrance import BestByStep, Entrance, Moment
 from hpcsched.schedulers.kept import NORMAL, KeptFractions, kept_fraction, latest_rows, population_covariance
-from hpcsched.schedulers.rungs import Rung
+from hpcsched.schedulers.rungs import Rung, Tally
 from tests.harness import Harness
 
 
@@ -245,8 +245,8 @@ def test_allocation_none_never_grows_or_yields():
 # ---------------------------------------------------------------- kept fractions
 
 
-def _rungs(levels: int, eta: float = 4) -> list[Rung]:
-    return [Rung(m, eta, level) for level, m in enumerate((1, 4, 16, 64)[:levels])]
+def _rungs(levels: int, eta: float = 4, tally: Tally | None = None) -> list[Rung]:
+    return [Rung(m, eta, level, tally) for level, m in enumerate((1, 4, 16, 64)[:levels])]
 
 
 def _arrive(rungs: list[Rung], level: int, scores: dict[str, float]) -> None:
@@ -295,8 +295,9 @@ def test_the_rows_hold_each_trial_s_normal_scores_at_the_columns_it_reached():
 
 
 def test_kept_fractions_follow_the_final_scores_once_trials_end():
-    rungs = _rungs(3)
+    rungs: list[Rung] = []
     kept = KeptFractions(3, 4, lambda level: rungs[level])
+    rungs.extend(_rungs(3, tally=kept.tally))
     _arrive(rungs, 0, {f"t{i}": 1.0 - i / 100 for i in range(64)})  # trial i ranks i-th at rung 0
     assert kept.keep(0) == 0.25 and kept.keep(2) == 0.25  # nothing later yet; the top rung keeps 1/eta
     _arrive(rungs, 1, {f"t{i}": 0.5 - i / 100 for i in range(32)})  # the best half go on, in the same order

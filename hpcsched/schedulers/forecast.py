@@ -9,8 +9,8 @@ So every rung above the first records a forecast instead of the raw score:
 2. **Target.** Its normal score at the next milestone (R above the top rung): what a promotion buys.
 3. **Fit.** Least squares on the run's trials that reached the target. The run chose them by scores that
    the regression conditions on, so the fit is not biased by that selection (it is where the run
-   promotes that it needs to be right). Refitted each time those trials have doubled; each refit
-   re-ranks the rung (``on_refit``).
+   promotes that it needs to be right). Refitted each time those trials have doubled, until a fit read
+   MOST_ROWS of them; each refit re-ranks the rung (``on_refit``).
 
 Until a level has MIN_ROWS rows beyond its coefficients its rung records the raw score, as ASHA's.
 Scores are normalised: higher is better.
@@ -18,6 +18,8 @@ Scores are normalised: higher is better.
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -43,26 +45,27 @@ class Forecast:
         self.features = {level: feature_steps(marks, level) for level in range(1, len(marks))}
         self.target = {level: marks[level + 1] if level + 1 < len(marks) else R for level in self.features}
         self._steps = sorted({s for steps in self.features.values() for s in steps} | set(self.target.values()))
+        self._first = self._steps[0] if self._steps else math.inf  # (one rung: nothing to forecast)
         self._levels_at = {step: [level for level, t in self.target.items() if t == step] for step in self._steps}
         self.columns = {step: Rung(step, eta) for step in self._steps}  # every trial's score at each step
-        self._next: dict[str, int] = {}  # trial -> index in _steps of the next step it has no score at
+        self._next: dict[str, float] = {}  # trial -> the next tracked step it has no score at (inf: none left)
         self._reached: dict[int, list[str]] = {level: [] for level in self.features}  # at the target, in order
         self.coef: dict[int, np.ndarray] = {}  # level -> (intercept, one coefficient per feature step)
         self._fitted_rows: dict[int, int] = {}
 
     def observe(self, trial_id: str, step: int, score: float) -> None:
         """A report: its score is the trial's at every tracked step up to ``step`` it has none at yet."""
-        i = self._next.get(trial_id, 0)
-        steps = self._steps
-        if i >= len(steps) or steps[i] > step:
+        if step < self._next.get(trial_id, self._first):
             return  # (the common case: no tracked step reached)
+        steps = self._steps
+        i = bisect.bisect_left(steps, self._next.get(trial_id, self._first))
         while i < len(steps) and steps[i] <= step:
             self.columns[steps[i]].record(trial_id, score)
             for level in self._levels_at[steps[i]]:
                 self._reached[level].append(trial_id)
                 self._maybe_fit(level)
             i += 1
-        self._next[trial_id] = i
+        self._next[trial_id] = steps[i] if i < len(steps) else math.inf
 
     def ready(self, level: int) -> bool:
         """Whether rung ``level`` has a forecast (else it records the raw score)."""
@@ -88,9 +91,9 @@ class Forecast:
         return dict(zip(trial_ids, (self._design(level, trial_ids) @ self.coef[level]).tolist()))
 
     def _maybe_fit(self, level: int) -> None:
-        rows = self._reached[level]
-        if len(rows) < MIN_ROWS + len(self.features[level]) + 1 or len(rows) < self._fitted_rows.get(level, 0) * REFIT:
-            return
+        rows, fitted = self._reached[level], self._fitted_rows.get(level, 0)
+        if len(rows) < MIN_ROWS + len(self.features[level]) + 1 or len(rows) < fitted * REFIT or fitted >= MOST_ROWS:
+            return  # (too few rows; not doubled since the last fit; or fitted on the most a fit reads)
         latest = rows[-MOST_ROWS:]
         target = normal_scores(self.columns[self.target[level]], latest)
         y = np.fromiter(map(target.__getitem__, latest), dtype=float, count=len(latest))

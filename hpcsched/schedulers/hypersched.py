@@ -43,7 +43,8 @@ class HyperSched:
         self.kept = KeptFractions(self.levels, spec.eta, self._rung)
         quantile = self.kept.quantile if spec.rung_trust == "learned" else None
         kind = SpeculativeBracket if spec.speculative else TopFractionBracket
-        self.bracket: SpeculativeBracket | TopFractionBracket = kind(spec.r, spec.R, spec.eta, quantile)
+        self.bracket: SpeculativeBracket | TopFractionBracket = kind(spec.r, spec.R, spec.eta, quantile,
+                                                                     tally=self.kept.tally)
         self.forecast = Forecast(self.marks, spec.R, spec.eta, self._rescore)
         self._forecasting = spec.rung_value == "forecast"
         if self._forecasting:

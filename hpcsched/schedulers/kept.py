@@ -34,7 +34,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from hpcsched.schedulers.rungs import Rung
+from hpcsched.schedulers.rungs import Rung, Tally
 
 MIN_ROWS = 8  # trials a rung's regression needs beyond its coefficients
 MOST_ROWS = 4096  # the latest trials a regression reads (an estimate, not a census: O(1) in the run's size)
@@ -76,13 +76,15 @@ def population_covariance(rows: list[np.ndarray]) -> np.ndarray:
 
 
 class KeptFractions:
-    """The kept fraction of each of ``levels`` rungs (0 = lowest); ``rung(level)`` gives the rung."""
+    """The kept fraction of each of ``levels`` rungs (0 = lowest); ``rung(level)`` gives the rung, whose
+    records ``tally`` must count (with the finals')."""
 
     def __init__(self, levels: int, eta: float, rung: Callable[[int], Rung]):
         self._levels = levels
         self._eta = eta
         self._rung = rung
-        self.finals = Rung(0, eta, levels)  # the scores trials ended with: one more column (milestone unused)
+        self.tally = Tally()
+        self.finals = Rung(0, eta, levels, self.tally)  # the scores trials ended with (milestone unused)
         self._rho: tuple[float, ...] = ()  # each rung's correlation with the furthest variable estimated
         self._estimated_at = 0  # observations at the last estimate
         self._kept: dict[int, tuple[float, int, float]] = {}  # level -> (rho, trials, kept fraction)
@@ -116,10 +118,9 @@ class KeptFractions:
         return self._column_list
 
     def _correlations(self) -> tuple[float, ...]:
-        columns = self._columns()
-        observed = sum(map(len, columns))
+        observed = self.tally.count
         if observed > self._estimated_at * REFRESH:
-            cov = population_covariance(latest_rows(columns))
+            cov = population_covariance(latest_rows(self._columns()))
             last = cov.shape[0] - 1
             self._rho = tuple(float(cov[v, last] / math.sqrt(cov[v, v] * cov[last, last])) for v in range(last))
             self._estimated_at = observed

@@ -24,13 +24,23 @@ def milestones(r: int, R: int, eta: float) -> tuple[int, ...]:
         k += 1
 
 
-class Rung:
-    """Scores recorded at one milestone and the trials paused there."""
+class Tally:
+    """How many scores a group of rungs recorded in all (read in O(1), not summed per question)."""
 
-    def __init__(self, milestone: int, eta: float, level: int = 0):
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+class Rung:
+    """Scores recorded at one milestone and the trials paused there (``tally``: counts its records too)."""
+
+    def __init__(self, milestone: int, eta: float, level: int = 0, tally: Tally | None = None):
         self.milestone = milestone
         self.eta = eta
         self.level = level  # 0 for the lowest rung
+        self.tally = tally
         self.recorded: dict[str, float] = {}
         self._sorted: list[float] = []
         self._paused: list[tuple[float, int, str]] = []  # (-score, seq, trial), best first
@@ -47,6 +57,8 @@ class Rung:
             return previous, False
         self.recorded[trial_id] = score
         bisect.insort(self._sorted, score)
+        if self.tally is not None:
+            self.tally.count += 1
         return score, True
 
     def cutoff(self, min_count: int = 2, quantile: float | None = None) -> float | None:
@@ -118,9 +130,9 @@ class Bracket:
     """The rungs of one successive-halving bracket, highest milestone first. ``value(trial, level, score)``
     (optional) gives what a rung records for a report's score (default: the score)."""
 
-    def __init__(self, r: int, R: int, eta: float):
+    def __init__(self, r: int, R: int, eta: float, tally: Tally | None = None):
         marks = milestones(r, R, eta)
-        self.rungs = tuple(Rung(m, eta, level) for level, m in reversed(list(enumerate(marks))))
+        self.rungs = tuple(Rung(m, eta, level, tally) for level, m in reversed(list(enumerate(marks))))
         self.paused_at: dict[str, Rung] = {}
         self.value: Callable[[str, int, float], float] | None = None
 
@@ -164,8 +176,8 @@ class SpeculativeBracket(Bracket):
     """
 
     def __init__(self, r: int, R: int, eta: float, quantile: Callable[[int], float] | None = None,
-                 current_only: bool = False):
-        super().__init__(r, R, eta)
+                 current_only: bool = False, tally: Tally | None = None):
+        super().__init__(r, R, eta, tally)
         self.quantile = quantile or (lambda level: 1.0 - 1.0 / eta)
         self.current_only = current_only
 
@@ -228,8 +240,9 @@ class TopFractionBracket(Bracket):
     among the best floor(n * (1 - quantile)); the default quantile 1 - 1/eta is ASHA's.
     """
 
-    def __init__(self, r: int, R: int, eta: float, quantile: Callable[[int], float] | None = None):
-        super().__init__(r, R, eta)
+    def __init__(self, r: int, R: int, eta: float, quantile: Callable[[int], float] | None = None,
+                 tally: Tally | None = None):
+        super().__init__(r, R, eta, tally)
         self.quantile = quantile
         self._recorded_below: dict[str, float] = {}  # trial -> the next milestone above a report that had
         # every rung it passed recorded (until it reports there, evaluating records nothing)
