@@ -35,7 +35,7 @@ def test_features_are_the_previous_milestone_half_way_and_the_rung():
 
 def test_once_enough_trials_reached_the_next_milestone_a_slow_starter_that_ends_higher_ranks_first():
     refits: list[int] = []
-    forecast = Forecast(MARKS, 60, 4, refits.append)
+    forecast = Forecast(MARKS, 60, refits.append)
     rng = np.random.default_rng(0)
     fast, slow = curve(1.0, crossing(1.0), 4), curve(6.0, crossing(6.0), 4)
     assert fast[4] > slow[4]  # by the score at the rung, the fast starter stands first
@@ -58,7 +58,7 @@ def test_once_enough_trials_reached_the_next_milestone_a_slow_starter_that_ends_
 
 def test_a_level_is_refitted_once_the_trials_at_its_target_have_doubled():
     refits: list[int] = []
-    forecast = Forecast(MARKS, 60, 4, refits.append)
+    forecast = Forecast(MARKS, 60, refits.append)
     rows = MIN_ROWS + len(feature_steps(MARKS, 1)) + 1
     rng = np.random.default_rng(1)
     for i in range(2 * rows):
@@ -68,7 +68,7 @@ def test_a_level_is_refitted_once_the_trials_at_its_target_have_doubled():
 
 
 def test_a_trial_that_skipped_steps_takes_its_later_score_at_the_steps_it_skipped():
-    forecast = Forecast(MARKS, 60, 4, lambda level: None)
+    forecast = Forecast(MARKS, 60, lambda level: None)
     forecast.observe("t", 3, 0.4)
     forecast.observe("t", 5, 0.6)
     assert [forecast.columns[s].recorded["t"] for s in (1, 2, 4)] == [0.4, 0.4, 0.6]
@@ -114,14 +114,26 @@ def test_hypersched_finds_the_slow_starters_that_end_higher_where_ranking_by_the
 def test_one_rung_has_nothing_to_forecast_and_a_fit_on_the_most_rows_a_fit_reads_is_the_last(monkeypatch):
     import hpcsched.schedulers.forecast as forecast_module
 
-    alone = Forecast((1,), 60, 4, lambda level: None)
+    alone = Forecast((1,), 60, lambda level: None)
     alone.observe("t", 1, 0.5)
     assert alone.features == {} and not alone.ready(1)
     monkeypatch.setattr(forecast_module, "MOST_ROWS", 16)
     refits: list[int] = []
-    forecast = Forecast(MARKS, 60, 4, refits.append)
+    forecast = Forecast(MARKS, 60, refits.append)
     rng = np.random.default_rng(2)
     for i in range(64):
         tau = rng.uniform(0.5, 8.0)
         feed(forecast, f"t{i}", curve(tau, crossing(tau), 16))
     assert refits == [1, 1]  # at 12 rows, at 24 (which read the most, 16), and never again
+
+
+def test_a_step_s_scores_rank_against_the_latest_that_a_fit_reads(monkeypatch):
+    import hpcsched.schedulers.forecast as forecast_module
+
+    monkeypatch.setattr(forecast_module, "MOST_ROWS", 3)
+    column = forecast_module.RecentScores()
+    for trial, score in [("a", 0.9), ("b", 0.1), ("c", 0.5), ("d", 0.3), ("a", 0.0)]:
+        column.record(trial, score)
+    assert column.recorded == {"a": 0.9, "b": 0.1, "c": 0.5, "d": 0.3}  # every trial's first score
+    assert column.sorted_scores == [0.1, 0.3, 0.5] and len(column) == 3  # ranked against the latest three
+    assert column.rank(0.9) == 0 and column.rank(0.3) == 1 and column.rank(0.0) == 3

@@ -20,14 +20,41 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections import deque
 from collections.abc import Callable
 
 import numpy as np
 
 from hpcsched.schedulers.kept import MIN_ROWS, MOST_ROWS, NORMAL, normal_scores
-from hpcsched.schedulers.rungs import Rung
 
 REFIT = 2.0  # refit once this many times the rows of the last fit reached the target (a refit re-ranks a rung)
+
+
+class RecentScores:
+    """Every trial's score at one step, each ranked against the latest MOST_ROWS recorded there (an
+    estimate, not a census: a record costs O(MOST_ROWS) at most, whatever the run's size)."""
+
+    def __init__(self) -> None:
+        self.recorded: dict[str, float] = {}
+        self.sorted_scores: list[float] = []  # the latest MOST_ROWS scores, ascending
+        self._order: deque[float] = deque()
+
+    def __len__(self) -> int:
+        return len(self.sorted_scores)
+
+    def record(self, trial_id: str, score: float) -> None:
+        """Record the trial's first score here (a later one is ignored)."""
+        if trial_id in self.recorded:
+            return
+        self.recorded[trial_id] = score
+        bisect.insort(self.sorted_scores, score)
+        self._order.append(score)
+        if len(self._order) > MOST_ROWS:
+            del self.sorted_scores[bisect.bisect_left(self.sorted_scores, self._order.popleft())]
+
+    def rank(self, score: float) -> int:
+        """How many of the latest scores are strictly better than ``score``."""
+        return len(self.sorted_scores) - bisect.bisect_right(self.sorted_scores, score)
 
 
 def feature_steps(marks: tuple[int, ...], level: int) -> tuple[int, ...]:
@@ -40,14 +67,14 @@ class Forecast:
     """Forecasts for the rungs at ``marks`` (levels 0.., below ``R``); ``on_refit(level)`` is called when
     level's regression changes, so that its rung's recorded values are recomputed (``values``)."""
 
-    def __init__(self, marks: tuple[int, ...], R: int, eta: float, on_refit: Callable[[int], None]):
+    def __init__(self, marks: tuple[int, ...], R: int, on_refit: Callable[[int], None]):
         self.on_refit = on_refit
         self.features = {level: feature_steps(marks, level) for level in range(1, len(marks))}
         self.target = {level: marks[level + 1] if level + 1 < len(marks) else R for level in self.features}
         self._steps = sorted({s for steps in self.features.values() for s in steps} | set(self.target.values()))
         self._first = self._steps[0] if self._steps else math.inf  # (one rung: nothing to forecast)
         self._levels_at = {step: [level for level, t in self.target.items() if t == step] for step in self._steps}
-        self.columns = {step: Rung(step, eta) for step in self._steps}  # every trial's score at each step
+        self.columns = {step: RecentScores() for step in self._steps}
         self._next: dict[str, float] = {}  # trial -> the next tracked step it has no score at (inf: none left)
         self._reached: dict[int, list[str]] = {level: [] for level in self.features}  # at the target, in order
         self.coef: dict[int, np.ndarray] = {}  # level -> (intercept, one coefficient per feature step)

@@ -45,7 +45,7 @@ class HyperSched:
         kind = SpeculativeBracket if spec.speculative else TopFractionBracket
         self.bracket: SpeculativeBracket | TopFractionBracket = kind(spec.r, spec.R, spec.eta, quantile,
                                                                      tally=self.kept.tally)
-        self.forecast = Forecast(self.marks, spec.R, spec.eta, self._rescore)
+        self.forecast = Forecast(self.marks, spec.R, self._rescore)
         self._forecasting = spec.rung_value == "forecast"
         if self._forecasting:
             self.bracket.value = self.forecast.rung_value
@@ -91,12 +91,11 @@ class HyperSched:
     def _on_report(self, record: Reported, trial: TrialView | None) -> None:
         self.live.reported_at(record.trial, record.t)
         if trial is not None:
-            self.pace.add_report(record.trial, trial.run_time, trial.atoms, trial.step_time)
+            self.pace.add_report(record.trial, record.step, record.t, trial.run_time, trial.atoms, trial.step_time)
         score = self.sign * record.score
         self.by_step.add(record.step, score)
         if self._forecasting:
             self.forecast.observe(record.trial, record.step, score)
-        self.pace.reached(record.trial, record.step, record.t)
         live = record.trial in self.live.atoms
         if record.step >= self.spec.R:
             self.kept.finished(record.trial, score)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from itertools import chain
+from typing import Protocol
 from statistics import NormalDist
 
 import numpy as np
@@ -127,7 +128,17 @@ class KeptFractions:
         return self._rho
 
 
-def normal_scores(column: Rung, trial_ids: list[str]) -> dict[str, float]:
+class ScoreColumn(Protocol):
+    """Scores by trial (``recorded``), and those that ranks are read against, ascending."""
+
+    @property
+    def recorded(self) -> dict[str, float]: ...
+
+    @property
+    def sorted_scores(self) -> list[float]: ...
+
+
+def normal_scores(column: ScoreColumn, trial_ids: list[str]) -> dict[str, float]:
     """The normal score in ``column`` of each of ``trial_ids``'s recorded scores: Phi^-1 of its share of
     the column below it (the ranks found at once)."""
     ordered = np.asarray(column.sorted_scores, dtype=float)

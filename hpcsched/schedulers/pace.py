@@ -35,9 +35,12 @@ class Pace:
     def add_stop(self, seconds: float) -> None:
         self._stops.add(max(0.0, seconds))
 
-    def add_report(self, trial_id: str, run_time: float, atoms: int, step_time: float | None) -> None:
-        """A report of ``trial_id``, which has run ``run_time`` seconds and stepped in ``step_time``
-        seconds on ``atoms`` atoms (None: not timed)."""
+    def add_report(self, trial_id: str, step: int, t: float, run_time: float, atoms: int,
+                   step_time: float | None) -> None:
+        """A report of ``step`` at time ``t`` by ``trial_id``, which has run ``run_time`` seconds and
+        stepped in ``step_time`` seconds on ``atoms`` atoms (None: not timed)."""
+        self._furthest[trial_id] = max(step, self._furthest.get(trial_id, 0))
+        self._last_report[trial_id] = t
         if run_time > self.longest_run:
             self.longest_run = run_time
         if step_time is None or atoms < 1:
@@ -48,11 +51,6 @@ class Pace:
         recent.append(step_time if atoms == 1 else step_time * self._scaling.rate(atoms) / self._scaling.rate(1))
         if len(recent) > OWN_STEP_TIMES:
             del recent[0]
-
-    def reached(self, trial_id: str, step: int, t: float) -> None:
-        """``trial_id`` reported ``step`` at time ``t``."""
-        self._furthest[trial_id] = max(step, self._furthest.get(trial_id, 0))
-        self._last_report[trial_id] = t
 
     def forget(self, trial_id: str) -> None:
         self._own.pop(trial_id, None)
