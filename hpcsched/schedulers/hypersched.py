@@ -1,12 +1,12 @@
 """HyperSched (Liaw et al., SoCC 2019) as a pure policy that follows each run's own evidence.
 
-ASHA's rungs and promotions with kept fractions that follow the run (schedulers/kept.py); a rung
-pauses a trial only for something better; no atom idles; the entrance (schedulers/entrance.py)
-closes when exploring can no longer win and a leader's growth takes it further; after the close
-paused trials standing above live ones swap in and the leaders grow, the lowest-standing yielding
-their atoms. docs/ARCHITECTURE.md, "Deadline-aware search", states each rule and what it earns. A
-trial *stands* higher than another when it reached a higher rung, or the same rung with a better
-score there. Scores are normalised: higher is better.
+ASHA's rungs and promotions, ranked by what each trial's curve foretells (schedulers/forecast.py),
+with kept fractions that follow the run (schedulers/kept.py); a rung pauses a trial only for something
+better; no atom idles; the entrance (schedulers/entrance.py) closes when exploring can no longer win
+and a leader's growth takes it further; after the close paused trials standing above live ones swap
+in and the leaders grow, the lowest-standing yielding their atoms. docs/ARCHITECTURE.md, "Deadline-aware
+search", states each rule and what it earns. A trial *stands* higher than another when it reached a
+higher rung, or the same rung with a better value there. Scores are normalised: higher is better.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class HyperSched:
         self.closed = False
         self._verdicts: dict[str, PauseTrial | StopTrial] = {}  # on a live trial's own report
         self._pause_rung: dict[str, Rung] = {}
-        self._standing: dict[str, tuple[float, float]] = {}  # (highest rung level recorded, score there)
+        self._standing: dict[str, tuple[float, float]] = {}  # (highest rung level recorded, its value there)
         self._resizing: set[str] = set()  # trials stopping to relaunch on another number of atoms
         self._swapping: dict[str, str] = {}  # live trial paused to make room -> the paused trial it makes room for
         self._caps: dict[int, int] = {}
