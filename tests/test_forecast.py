@@ -7,7 +7,7 @@ import pytest
 
 from hpcsched.loop.simulate import simulate_experiment
 from hpcsched.schedulers.forecast import Forecast, feature_steps
-from hpcsched.schedulers.kept import MIN_ROWS
+from hpcsched.schedulers.kept import MIN_ROWS, NORMAL, normal_scores
 from hpcsched.schedulers.rungs import Rung
 from hpcsched.spec import parse_experiment
 
@@ -132,8 +132,15 @@ def test_a_step_s_scores_rank_against_the_latest_that_a_fit_reads(monkeypatch):
 
     monkeypatch.setattr(forecast_module, "MOST_ROWS", 3)
     column = forecast_module.RecentScores()
-    for trial, score in [("a", 0.9), ("b", 0.1), ("c", 0.5), ("d", 0.3), ("a", 0.0)]:
+    for trial, score in [("a", 0.05), ("b", 0.1), ("c", 0.5), ("d", 0.3), ("a", 0.9)]:
         column.record(trial, score)
-    assert column.recorded == {"a": 0.9, "b": 0.1, "c": 0.5, "d": 0.3}  # every trial's first score
+    assert column.recorded == {"a": 0.05, "b": 0.1, "c": 0.5, "d": 0.3}  # every trial's first score
     assert column.sorted_scores == [0.1, 0.3, 0.5] and len(column) == 3  # ranked against the latest three
-    assert column.rank(0.9) == 0 and column.rank(0.3) == 1 and column.rank(0.0) == 3
+    assert column.rank(0.9) == 0 and column.rank(0.3) == 1 and column.rank(0.05) == 3
+    # "a" left the window and is below all of it: it takes the window's lowest share, as its worst ("b") does
+    lowest = NORMAL.inv_cdf(0.5 / 3)
+    assert normal_scores(column, ["a", "b", "d"]) == {"a": lowest, "b": lowest, "d": 0.0}
+    forecast = Forecast(MARKS, 60, lambda level: None)
+    forecast.columns = {step: column for step in forecast.columns}
+    forecast.coef[1] = np.array([0.0, 1.0, 0.0, 0.0])
+    assert forecast.value(1, "a") == pytest.approx(lowest)

@@ -108,7 +108,8 @@ class Forecast:
         total = float(coef[0])
         for c, step in zip(coef[1:].tolist(), self.features[level]):
             column = self.columns[step]
-            total += c * NORMAL.inv_cdf(1.0 - (column.rank(column.recorded[trial_id]) + 0.5) / len(column))
+            rank = min(column.rank(column.recorded[trial_id]), len(column) - 1)  # (see normal_scores)
+            total += c * NORMAL.inv_cdf(1.0 - (rank + 0.5) / len(column))
         return total
 
     def values(self, level: int, trial_ids: list[str]) -> dict[str, float]:

@@ -140,11 +140,12 @@ class ScoreColumn(Protocol):
 
 def normal_scores(column: ScoreColumn, trial_ids: list[str]) -> dict[str, float]:
     """The normal score in ``column`` of each of ``trial_ids``'s recorded scores: Phi^-1 of its share of
-    the column below it (the ranks found at once)."""
+    the column's sorted scores below it (the ranks found at once)."""
     ordered = np.asarray(column.sorted_scores, dtype=float)
     scores = np.fromiter((column.recorded[t] for t in trial_ids), dtype=float, count=len(trial_ids))
     better = len(ordered) - np.searchsorted(ordered, scores, side="right")  # (Rung.rank, for all at once)
-    shares = 1.0 - (better + 0.5) / len(ordered)
+    # (a score ranked against the latest only may be below all of them: it takes the lowest share)
+    shares = 1.0 - (np.minimum(better, len(ordered) - 1) + 0.5) / len(ordered)
     return dict(zip(trial_ids, map(NORMAL.inv_cdf, shares.tolist())))
 
 
