@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hpcsched.schedulers.kept import MIN_ROWS, MOST_ROWS, NORMAL, normal_scores
+from hpcsched.schedulers.kept import MIN_ROWS, MOST_ROWS, NORMAL, normal_scores, share_below
 
 REFIT = 2.0  # refit once this many times the rows of the last fit reached the target (a refit re-ranks a rung)
 
@@ -100,7 +100,7 @@ class Forecast:
 
     def rung_value(self, trial_id: str, level: int, score: float) -> float:
         """What rung ``level`` records for the trial's report of ``score``: its forecast once there is one."""
-        return self.value(level, trial_id) if level in self.coef else score
+        return self.value(level, trial_id) if self.ready(level) else score
 
     def value(self, level: int, trial_id: str) -> float:
         """The forecast for one trial with a score at every feature step of ``level``."""
@@ -108,8 +108,7 @@ class Forecast:
         total = float(coef[0])
         for c, step in zip(coef[1:].tolist(), self.features[level]):
             column = self.columns[step]
-            rank = min(column.rank(column.recorded[trial_id]), len(column) - 1)  # (see normal_scores)
-            total += c * NORMAL.inv_cdf(1.0 - (rank + 0.5) / len(column))
+            total += c * NORMAL.inv_cdf(float(share_below(column.rank(column.recorded[trial_id]), len(column))))
         return total
 
     def values(self, level: int, trial_ids: list[str]) -> dict[str, float]:

@@ -30,8 +30,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from itertools import chain
-from typing import Protocol
 from statistics import NormalDist
+from typing import Protocol
 
 import numpy as np
 
@@ -144,9 +144,14 @@ def normal_scores(column: ScoreColumn, trial_ids: list[str]) -> dict[str, float]
     ordered = np.asarray(column.sorted_scores, dtype=float)
     scores = np.fromiter((column.recorded[t] for t in trial_ids), dtype=float, count=len(trial_ids))
     better = len(ordered) - np.searchsorted(ordered, scores, side="right")  # (Rung.rank, for all at once)
-    # (a score ranked against the latest only may be below all of them: it takes the lowest share)
-    shares = 1.0 - (np.minimum(better, len(ordered) - 1) + 0.5) / len(ordered)
-    return dict(zip(trial_ids, map(NORMAL.inv_cdf, shares.tolist())))
+    return dict(zip(trial_ids, map(NORMAL.inv_cdf, share_below(better, len(ordered)).tolist())))
+
+
+def share_below(better, n: int):
+    """The share of a column of ``n`` scores below a score that ``better`` of them beat (a count or an
+    array of counts), ties at their middle. A score ranked against the column's latest only may be below
+    all of them: it takes the lowest share."""
+    return 1.0 - (np.minimum(better, n - 1) + 0.5) / n
 
 
 def latest_rows(columns: list[Rung]) -> list[np.ndarray]:
