@@ -144,3 +144,12 @@ def test_a_step_s_scores_rank_against_the_latest_that_a_fit_reads(monkeypatch):
     forecast.columns = {step: column for step in forecast.columns}
     forecast.coef[1] = np.array([0.0, 1.0, 0.0, 0.0])
     assert forecast.value(1, "a") == pytest.approx(lowest)
+
+
+def test_one_trial_s_share_is_the_share_a_column_of_counts_gives_it():
+    from hpcsched.schedulers.kept import share_below
+
+    counts = np.array([0, 1, 5, 9, 12])  # (12: below all ten, as a score that left the window)
+    shares = share_below(counts, 10)
+    assert [share_below(int(c), 10) for c in counts] == shares.tolist()
+    assert shares.tolist() == pytest.approx([0.95, 0.85, 0.45, 0.05, 0.05])

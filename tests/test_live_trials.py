@@ -69,3 +69,21 @@ def test_a_leader_awaiting_atoms_is_no_victim_until_its_yielders_exit() -> None:
     assert live.yieldable.score("a") == 0.95
     live.yielded("d")  # a trial that gave nothing: nothing changes
     assert live.freed == {"a": 1}
+
+
+def test_a_ranking_built_late_orders_what_was_set_and_discarded_before() -> None:
+    """Updates before the first question only file scores; the order built then, and kept after, is
+    the one a ranking sorted at every update would have (ties by insertion order)."""
+    lazy, eager = Ranking(), Ranking()
+    eager.best()  # (built now: every update after this moves an item in the sorted order)
+    for ranking in (lazy, eager):
+        for item, score in (("a", 0.5), ("b", 0.9), ("c", 0.5), ("d", 0.1)):
+            ranking.set(item, score)
+        ranking.set("b", 0.2)
+        ranking.discard("d")
+    assert len(lazy) == 3 and "d" not in lazy
+    assert list(lazy.best_first()) == list(eager.best_first()) == [("a", 0.5), ("c", 0.5), ("b", 0.2)]
+    lazy.set("e", 0.7)  # (after the first question: kept in order)
+    lazy.discard("a")
+    assert [t for t, _ in lazy.best_first()] == ["e", "c", "b"] and lazy.rank("b") == 2
+    assert lazy.first() == "e" and lazy.first({"e", "c"}) == "b" and lazy.first({"e", "c", "b"}) is None

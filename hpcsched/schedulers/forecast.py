@@ -104,11 +104,11 @@ class Forecast:
 
     def value(self, level: int, trial_id: str) -> float:
         """The forecast for one trial with a score at every feature step of ``level``."""
-        coef = self.coef[level]
-        total = float(coef[0])
-        for c, step in zip(coef[1:].tolist(), self.features[level]):
+        intercept, *slopes = self.coef[level].tolist()
+        total = intercept
+        for c, step in zip(slopes, self.features[level]):
             column = self.columns[step]
-            total += c * NORMAL.inv_cdf(float(share_below(column.rank(column.recorded[trial_id]), len(column))))
+            total += c * NORMAL.inv_cdf(share_below(column.rank(column.recorded[trial_id]), len(column)))
         return total
 
     def values(self, level: int, trial_ids: list[str]) -> dict[str, float]:

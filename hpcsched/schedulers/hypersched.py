@@ -120,8 +120,10 @@ class HyperSched:
     def _record(self, trial_id: str, step: int, score: float) -> Rung | None:
         """Let the rungs record the report; file the trial's standing; return the rung that pauses it."""
         rung = self.bracket.evaluate(trial_id, step, score)
-        for level in range(self.levels - 1, int(self._standing.get(trial_id, NO_STANDING)[0]), -1):
-            # the highest rung that has recorded it, above the one it stood at
+        stood = int(self._standing.get(trial_id, NO_STANDING)[0])
+        if stood + 1 >= self.levels or step < self.marks[stood + 1]:
+            return rung  # (no rung above the one it stood at could have recorded it: most reports)
+        for level in range(self.levels - 1, stood, -1):  # the highest rung that recorded it, above that one
             recorded = self._rung(level).recorded.get(trial_id)
             if recorded is not None:
                 self._standing[trial_id] = (float(level), recorded)

@@ -27,6 +27,7 @@ Scores are normalised: higher is better.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from itertools import chain
@@ -49,10 +50,16 @@ def kept_fraction(rho: float, trials: int, eta: float) -> float:
     base = 1.0 / eta
     if trials <= 1:
         return base
-    z = NORMAL.inv_cdf(1.0 - 1.0 / trials)
+    z = _upper_quantile(trials)
     rho = min(1.0, max(rho, 1e-9))
     cut = z * (1.0 - math.sqrt(1.0 - rho * rho)) / rho
     return max(base, 1.0 - NORMAL.cdf(cut))
+
+
+@functools.lru_cache(maxsize=8)
+def _upper_quantile(trials: int) -> float:
+    """Phi^-1(1 - 1/trials) (asked for each rung as the trials grow one by one: computed once each)."""
+    return NORMAL.inv_cdf(1.0 - 1.0 / trials)
 
 
 def population_covariance(rows: list[np.ndarray]) -> np.ndarray:
@@ -151,6 +158,8 @@ def share_below(better, n: int):
     """The share of a column of ``n`` scores below a score that ``better`` of them beat (a count or an
     array of counts), ties at their middle. A score ranked against the column's latest only may be below
     all of them: it takes the lowest share."""
+    if isinstance(better, int):  # (one trial's forecast: no array arithmetic)
+        return 1.0 - (min(better, n - 1) + 0.5) / n
     return 1.0 - (np.minimum(better, n - 1) + 0.5) / n
 
 

@@ -135,7 +135,7 @@ class LiveTrials:
             for size in sorted(self.by_size):
                 if size >= cap:
                     break
-                held = next((t for t, _ in self.by_size[size].best_first() if t not in exclude), None)
+                held = self.by_size[size].first(exclude)
                 if held is not None:
                     return held, size
             return None
@@ -146,8 +146,8 @@ class LiveTrials:
             if size >= cap:
                 break
             same = self.by_size.get(size, Ranking())
-            held = (t for t, _ in same.best_first() if t not in exclude and t not in planned)
-            ranked = [t for t in [next(held, None), *(t for t, n in planned.items() if n == size)]
+            unplanned = (t for t, _ in same.best_first() if t not in exclude and t not in planned)
+            ranked = [t for t in [next(unplanned, None), *(t for t, n in planned.items() if n == size)]
                       if t is not None and t not in exclude]
             if ranked:
                 return min(ranked, key=self.ranking.rank), size

@@ -25,6 +25,7 @@ class Pace:
         self._stops = RunningQuantile(quantile)  # from the request (or a report after it) to the exit
         self._run_step_times = RunningQuantile(0.5)  # steps timed on one atom; grows with every report
         self._own: dict[str, list[float]] = {}
+        self._own_median: dict[str, float] = {}  # (of _own: asked at most decisions, changed at reports)
         self._furthest: dict[str, int] = {}  # the furthest step each trial reported
         self._last_report: dict[str, float] = {}
         self.longest_run = 0.0  # the longest a trial has run so far (T' of the paper's entrance rule)
@@ -39,7 +40,8 @@ class Pace:
                    step_time: float | None) -> None:
         """A report of ``step`` at time ``t`` by ``trial_id``, which has run ``run_time`` seconds and
         stepped in ``step_time`` seconds on ``atoms`` atoms (None: not timed)."""
-        self._furthest[trial_id] = max(step, self._furthest.get(trial_id, 0))
+        if step > self._furthest.get(trial_id, 0):
+            self._furthest[trial_id] = step
         self._last_report[trial_id] = t
         if run_time > self.longest_run:
             self.longest_run = run_time
@@ -51,9 +53,11 @@ class Pace:
         recent.append(step_time if atoms == 1 else step_time * self._scaling.rate(atoms) / self._scaling.rate(1))
         if len(recent) > OWN_STEP_TIMES:
             del recent[0]
+        self._own_median.pop(trial_id, None)
 
     def forget(self, trial_id: str) -> None:
         self._own.pop(trial_id, None)
+        self._own_median.pop(trial_id, None)
         self._furthest.pop(trial_id, None)
         self._last_report.pop(trial_id, None)
 
@@ -86,12 +90,17 @@ class Pace:
 
     def own_step_time(self, trial_id: str) -> float | None:
         """``trial_id``'s step time as on one atom: the median of its last measurements (None before any)."""
+        known = self._own_median.get(trial_id)
+        if known is not None:
+            return known
         recent = self._own.get(trial_id)
         if not recent:
             return None
-        ordered = sorted(recent)  # (statistics.median's arithmetic, without its overhead: asked per decision)
+        ordered = sorted(recent)  # (statistics.median's arithmetic, without its overhead)
         middle = len(ordered) // 2
-        return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+        known = self._own_median[trial_id] = ordered[middle] if len(ordered) % 2 else \
+            (ordered[middle - 1] + ordered[middle]) / 2
+        return known
 
     def step_time(self, trial_id: str | None) -> float | None:
         """A trial's step time as on one atom: its own where measured, else the run's median (None:

@@ -116,6 +116,13 @@ class Rung:
         del self._paused[bisect.bisect_left(self._paused, key)]
         return True
 
+    def first_paused(self) -> tuple[str, float] | None:
+        """The best paused trial with its recorded score (None: none paused here)."""
+        if not self._paused:
+            return None
+        neg, _, trial_id = self._paused[0]
+        return trial_id, -neg
+
     def paused_best_first(self):
         """Paused trials with their recorded score, best first (a generator; do not mutate while iterating)."""
         for neg, _, trial_id in self._paused:
@@ -162,8 +169,9 @@ class Bracket:
     def best_paused(self) -> str | None:
         """The best paused trial of the highest rung that has one, promotable or not."""
         for rung in self.rungs:
-            if rung.paused_count:
-                return next(rung.paused_best_first())[0]
+            first = rung.first_paused()
+            if first is not None:
+                return first[0]
         return None
 
 
@@ -270,8 +278,7 @@ class TopFractionBracket(Bracket):
         """The paused trial to promote: the best of the highest rung whose best paused trial is now
         among its rung's top fraction."""
         for rung in self.rungs:
-            if rung.paused_count:
-                trial_id, score = next(rung.paused_best_first())
-                if self._continues(rung, score):
-                    return trial_id
+            first = rung.first_paused()
+            if first is not None and self._continues(rung, first[1]):
+                return first[0]
         return None

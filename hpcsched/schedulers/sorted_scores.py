@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from collections.abc import Container
 
 
 class RunningQuantile:
@@ -28,15 +29,16 @@ class RunningQuantile:
     def add(self, value: float) -> None:
         self._value = None
         low, high = self._low, self._high
+        want = int(self.q * (len(low) + len(high))) + 1  # (the lower part's size with the value added)
         if low and value <= -low[0]:
-            heapq.heappush(low, -value)
+            if len(low) < want:
+                heapq.heappush(low, -value)
+            else:  # (the lower part is full: its largest moves up)
+                heapq.heappush(high, -heapq.heappushpop(low, -value))
+        elif len(low) < want:  # (the upper part's smallest moves down)
+            heapq.heappush(low, -heapq.heappushpop(high, value))
         else:
             heapq.heappush(high, value)
-        want = int(self.q * (len(low) + len(high) - 1)) + 1
-        while len(low) > want:
-            heapq.heappush(high, -heapq.heappop(low))
-        while len(low) < want:
-            heapq.heappush(low, -heapq.heappop(high))
 
     def value(self) -> float | None:
         """The linear-interpolated quantile (as numpy.percentile), None when empty."""
@@ -60,16 +62,17 @@ def _key(score: Score, seq: int, item: str) -> tuple:
 
 class Ranking:
     """Items ordered by score (a number, or a tuple compared element by element), best first; rank
-    lookups and updates by bisection."""
+    lookups and updates by bisection. The order is built at the first question about it and kept from
+    then on: until then an update costs a dict write (a ranking nobody reads costs no sorting)."""
 
     def __init__(self) -> None:
-        self._keys: list[tuple] = []  # (negated score..., insertion order, item), ascending
+        self._keys: list[tuple] | None = None  # (negated score..., insertion order, item), ascending; None: not built
         self._key_of: dict[str, tuple] = {}
         self._score_of: dict[str, Score] = {}
         self._seq = 0
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._key_of)
 
     def __contains__(self, item: str) -> bool:
         return item in self._key_of
@@ -81,7 +84,8 @@ class Ranking:
         self.discard(item)
         key = _key(score, self._seq, item)
         self._seq += 1
-        bisect.insort(self._keys, key)
+        if self._keys is not None:
+            bisect.insort(self._keys, key)
         self._key_of[item] = key
         self._score_of[item] = score
 
@@ -89,24 +93,38 @@ class Ranking:
         key = self._key_of.pop(item, None)
         if key is not None:
             del self._score_of[item]
-            del self._keys[bisect.bisect_left(self._keys, key)]
+            if self._keys is not None:
+                del self._keys[bisect.bisect_left(self._keys, key)]
 
     def score(self, item: str) -> Score:
         """``item``'s score (KeyError when it is not ranked)."""
         return self._score_of[item]
 
+    def _ordered(self) -> list[tuple]:
+        if self._keys is None:
+            self._keys = sorted(self._key_of.values())
+        return self._keys
+
     def rank(self, item: str) -> int:
-        return bisect.bisect_left(self._keys, self._key_of[item])
+        return bisect.bisect_left(self._ordered(), self._key_of[item])
 
     def best(self) -> str | None:
-        return self._keys[0][-1] if self._keys else None
+        keys = self._ordered()
+        return keys[0][-1] if keys else None
+
+    def first(self, exclude: Container[str] = ()) -> str | None:
+        """The best-ranked item not in ``exclude`` (None: none)."""
+        for key in self._ordered():
+            if key[-1] not in exclude:
+                return key[-1]
+        return None
 
     def best_first(self):
         """(item, score) pairs, best first (a generator; do not mutate while iterating)."""
-        for key in self._keys:
+        for key in self._ordered():
             yield key[-1], self._score_of[key[-1]]
 
     def worst_first(self):
         """(item, score) pairs, worst first (a generator; do not mutate while iterating)."""
-        for key in reversed(self._keys):
+        for key in reversed(self._ordered()):
             yield key[-1], self._score_of[key[-1]]
