@@ -153,3 +153,14 @@ def test_one_trial_s_share_is_the_share_a_column_of_counts_gives_it():
     shares = share_below(counts, 10)
     assert [share_below(int(c), 10) for c in counts] == shares.tolist()
     assert shares.tolist() == pytest.approx([0.95, 0.85, 0.45, 0.05, 0.05])
+
+
+def test_normal_quantiles_are_normaldist_s_to_the_bit():
+    """Rows of normal scores are computed at once; each equals NormalDist.inv_cdf's (so a run ranks as
+    it would one by one), in the central region computed in bulk and in the tails."""
+    from hpcsched.schedulers.kept import normal_quantiles
+
+    shares = np.concatenate([np.random.default_rng(3).random(20_000), (np.arange(4096) + 0.5) / 4096,
+                             [0.075, 0.0750000001, 0.925, 0.9249999999, 0.5, 1e-300, 1 - 1e-16]])
+    bulk = normal_quantiles(shares)
+    assert bulk.tolist() == [NORMAL.inv_cdf(p) for p in shares.tolist()]

@@ -151,7 +151,34 @@ def normal_scores(column: ScoreColumn, trial_ids: list[str]) -> dict[str, float]
     ordered = np.asarray(column.sorted_scores, dtype=float)
     scores = np.fromiter((column.recorded[t] for t in trial_ids), dtype=float, count=len(trial_ids))
     better = len(ordered) - np.searchsorted(ordered, scores, side="right")  # (Rung.rank, for all at once)
-    return dict(zip(trial_ids, map(NORMAL.inv_cdf, share_below(better, len(ordered)).tolist())))
+    return dict(zip(trial_ids, normal_quantiles(share_below(better, len(ordered))).tolist()))
+
+
+# Wichura's AS241 (as statistics.NormalDist.inv_cdf computes it), central region |p - 0.5| <= 0.425
+_CENTRAL_NUM = (2.5090809287301226727e+3, 3.3430575583588128105e+4, 6.7265770927008700853e+4,
+                4.5921953931549871457e+4, 1.3731693765509461125e+4, 1.9715909503065514427e+3,
+                1.3314166789178437745e+2, 3.3871328727963666080e+0)
+_CENTRAL_DEN = (5.2264952788528545610e+3, 2.8729085735721942674e+4, 3.9307895800092710610e+4,
+                2.1213794301586595867e+4, 5.3941960214247511077e+3, 6.8718700749205790830e+2,
+                4.2313330701600911252e+1, 1.0)
+
+
+def normal_quantiles(p: np.ndarray) -> np.ndarray:
+    """Phi^-1 of each of ``p`` (in (0, 1)), equal to NORMAL.inv_cdf's to the bit: the central region at
+    once by the same polynomials in the same order, the tails (15 % of a uniform sample) one by one."""
+    p = np.asarray(p, dtype=float)
+    q = p - 0.5
+    r = 0.180625 - q * q
+    num = np.full_like(r, _CENTRAL_NUM[0])
+    den = np.full_like(r, _CENTRAL_DEN[0])
+    for a, b in zip(_CENTRAL_NUM[1:], _CENTRAL_DEN[1:]):
+        num = num * r + a
+        den = den * r + b
+    out = 0.0 + (num * q) / den * 1.0
+    tails = np.flatnonzero(np.abs(q) > 0.425)
+    if len(tails):
+        out[tails] = [NORMAL.inv_cdf(x) for x in p[tails].tolist()]
+    return out
 
 
 def share_below(better, n: int):
