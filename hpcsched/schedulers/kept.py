@@ -27,7 +27,6 @@ Scores are normalised: higher is better.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from itertools import chain
@@ -44,22 +43,17 @@ REFRESH = 1.05  # re-estimate once the run has this many times the observations 
 NORMAL = NormalDist()
 
 
-def kept_fraction(rho: float, trials: int, eta: float) -> float:
+def kept_fraction(rho: float, trials: int, eta: float, z: float | None = None) -> float:
     """The share of a rung whose chance to end as the best of ``trials`` is at least a fresh trial's,
-    for correlation ``rho`` between the rung's and the final normal scores; never below 1/eta."""
+    for correlation ``rho`` between the rung's and the final normal scores; never below 1/eta (``z``:
+    Phi^-1(1 - 1/trials) if known)."""
     base = 1.0 / eta
     if trials <= 1:
         return base
-    z = _upper_quantile(trials)
+    z = NORMAL.inv_cdf(1.0 - 1.0 / trials) if z is None else z
     rho = min(1.0, max(rho, 1e-9))
     cut = z * (1.0 - math.sqrt(1.0 - rho * rho)) / rho
     return max(base, 1.0 - NORMAL.cdf(cut))
-
-
-@functools.lru_cache(maxsize=8)
-def _upper_quantile(trials: int) -> float:
-    """Phi^-1(1 - 1/trials) (asked for each rung as the trials grow one by one: computed once each)."""
-    return NORMAL.inv_cdf(1.0 - 1.0 / trials)
 
 
 def population_covariance(rows: list[np.ndarray]) -> np.ndarray:
@@ -96,6 +90,7 @@ class KeptFractions:
         self._rho: tuple[float, ...] = ()  # each rung's correlation with the furthest variable estimated
         self._estimated_at = 0  # observations at the last estimate
         self._kept: dict[int, tuple[float, int, float]] = {}  # level -> (rho, trials, kept fraction)
+        self._z = (0, 0.0)  # (trials, Phi^-1(1 - 1/trials)): asked for each rung as the trials grow one by one
         self._column_list: list[Rung] = []
 
     def finished(self, trial_id: str, score: float) -> None:
@@ -113,7 +108,10 @@ class KeptFractions:
         trials = max(len(self._rung(0)), math.ceil(self._eta) + 1)
         known = self._kept.get(level)
         if known is None or known[:2] != (rho[level], trials):  # (asked at every report that meets a rung)
-            known = self._kept[level] = (rho[level], trials, kept_fraction(rho[level], trials, self._eta))
+            if self._z[0] != trials:
+                self._z = (trials, NORMAL.inv_cdf(1.0 - 1.0 / trials))
+            known = self._kept[level] = (rho[level], trials,
+                                         kept_fraction(rho[level], trials, self._eta, self._z[1]))
         return known[2]
 
     def quantile(self, level: int) -> float:
