@@ -43,14 +43,13 @@ REFRESH = 1.05  # re-estimate once the run has this many times the observations 
 NORMAL = NormalDist()
 
 
-def kept_fraction(rho: float, trials: int, eta: float, z: float | None = None) -> float:
+def kept_fraction(rho: float, trials: int, eta: float) -> float:
     """The share of a rung whose chance to end as the best of ``trials`` is at least a fresh trial's,
-    for correlation ``rho`` between the rung's and the final normal scores; never below 1/eta (``z``:
-    Phi^-1(1 - 1/trials) if known)."""
+    for correlation ``rho`` between the rung's and the final normal scores; never below 1/eta."""
     base = 1.0 / eta
     if trials <= 1:
         return base
-    z = NORMAL.inv_cdf(1.0 - 1.0 / trials) if z is None else z
+    z = NORMAL.inv_cdf(1.0 - 1.0 / trials)
     rho = min(1.0, max(rho, 1e-9))
     cut = z * (1.0 - math.sqrt(1.0 - rho * rho)) / rho
     return max(base, 1.0 - NORMAL.cdf(cut))
@@ -90,7 +89,6 @@ class KeptFractions:
         self._rho: tuple[float, ...] = ()  # each rung's correlation with the furthest variable estimated
         self._estimated_at = 0  # observations at the last estimate
         self._kept: dict[int, tuple[float, int, float]] = {}  # level -> (rho, trials, kept fraction)
-        self._z = (0, 0.0)  # (trials, Phi^-1(1 - 1/trials)): asked for each rung as the trials grow one by one
         self._column_list: list[Rung] = []
 
     def finished(self, trial_id: str, score: float) -> None:
@@ -108,10 +106,7 @@ class KeptFractions:
         trials = max(len(self._rung(0)), math.ceil(self._eta) + 1)
         known = self._kept.get(level)
         if known is None or known[:2] != (rho[level], trials):  # (asked at every report that meets a rung)
-            if self._z[0] != trials:
-                self._z = (trials, NORMAL.inv_cdf(1.0 - 1.0 / trials))
-            known = self._kept[level] = (rho[level], trials,
-                                         kept_fraction(rho[level], trials, self._eta, self._z[1]))
+            known = self._kept[level] = (rho[level], trials, kept_fraction(rho[level], trials, self._eta))
         return known[2]
 
     def quantile(self, level: int) -> float:
@@ -172,7 +167,7 @@ def normal_quantiles(p: np.ndarray) -> np.ndarray:
     for a, b in zip(_CENTRAL_NUM[1:], _CENTRAL_DEN[1:]):
         num = num * r + a
         den = den * r + b
-    out = 0.0 + (num * q) / den * 1.0
+    out = 0.0 + (num * q) / den * 1.0  # (mu + x * sigma with mu 0 and sigma 1, as NormalDist computes it)
     tails = np.flatnonzero(np.abs(q) > 0.425)
     if len(tails):
         out[tails] = [NORMAL.inv_cdf(x) for x in p[tails].tolist()]

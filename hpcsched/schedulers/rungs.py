@@ -226,8 +226,8 @@ class SpeculativeBracket(Bracket):
         moves down at most once per rung.
         """
         for rung in self.rungs:
-            while rung.paused_count:
-                trial_id, score = next(rung.paused_best_first())
+            while (first := rung.first_paused()) is not None:
+                trial_id, score = first
                 cut = self._cutoff(rung)
                 if cut is None or score < cut:
                     break
