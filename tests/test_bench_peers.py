@@ -79,6 +79,22 @@ def test_page_has_a_cell_per_task_deadline_and_scheduler():
     assert "| random | 8 | 12.0 | 3 of 3 |" in text and "| mobster | 2 | 5.0 | 0 of 1 |" in text
 
 
+def test_the_pages_cells_are_kept_beside_it_and_read_back_as_they_are(tmp_path):
+    rows = pd.DataFrame([{"task": "lcbench-9", "factor": f, "scheduler": s, "seed": seed, "best": 0.5 + 0.01 * seed}
+                         for f in (2, 8) for s in ("random", "bohb") for seed in range(3 if s == "random" else 1)])
+    cells = bench.peer_cells(rows)
+    assert list(cells.columns) == list(bench.CELL_COLUMNS) and len(cells) == 4
+    random_2 = cells[(cells["scheduler"] == "random") & (cells["factor"] == 2)].iloc[0]
+    assert (random_2["mean"], random_2["sem"], random_2["count"]) == (pytest.approx(0.51), pytest.approx(0.0057735),
+                                                                      3)
+    assert cells[cells["scheduler"] == "bohb"]["sem"].isna().all()  # one seed: no standard error
+    cells.to_csv(tmp_path / "cells.csv", index=False)
+    pd.testing.assert_frame_equal(bench.peer_cells(pd.read_csv(tmp_path / "cells.csv")), cells)
+    with pytest.raises(ValueError, match="no column sem, count"):
+        bench.peer_cells(cells.drop(columns=["sem", "count"]))
+    assert bench.cells_path(Path("docs/results/peers-lcbench.md")) == Path("docs/results/peers-lcbench-cells.csv")
+
+
 @needs_lcbench
 def test_the_lcbench_settings_are_the_bench_rules():
     rule = pytest.importorskip("hpcsched") and _tool("bench_rule")

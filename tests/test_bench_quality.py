@@ -158,6 +158,17 @@ def test_the_samplers_bench_replays_a_trace_with_its_configurations_beside_the_s
     assert text.split("\n## Samplers on")[0].rstrip("\n") in shown  # the same figures, from the kept runs
     assert "against the best peer: worse in 3, par in 0, better in 0 of 3 cells." in shown
     assert len([line for line in shown.splitlines() if line.startswith("| lcbench-1 | ") and "| high |" in line]) == 3
+    # the same from the peers' cells (tools/bench_peers.py keeps them beside its page); a file of neither: exit 2
+    peers_bench = _tool("bench_peers")
+    peers_bench.peer_cells(peers).to_csv(tmp_path / "cells.csv", index=False)
+    from_cells = tmp_path / "from-cells.md"
+    assert samplers.main(["--from-raw", str(raw), "--peers", str(tmp_path / "cells.csv"), "--out",
+                          str(from_cells)]) == 0
+    assert from_cells.read_text() == shown
+    (tmp_path / "neither.csv").write_text("task,factor\nlcbench-1,2\n")
+    with pytest.raises(SystemExit) as exit_code:
+        samplers.main(["--from-raw", str(raw), "--peers", str(tmp_path / "neither.csv"), "--out", str(from_cells)])
+    assert exit_code.value.code == 2
     # runs kept in two folders, each sampler from the first folder that has it: the same figures, each part's commit
     only_random, with_kde = tmp_path / "only-random", tmp_path / "with-kde"
     only_random.mkdir()

@@ -18,7 +18,9 @@ With ``--lcbench`` it replays instead every LCBench task under ``CURVES/lcbench`
 trial,step,score,time with time cumulative seconds on one worker; ``lcbench-TASK-configs.csv``: each
 trial's 7 hyperparameters) by the one bench rule (tools/bench_rule.py, the 'plain' system: R = the longest
 curve's last step, r = 1, eta = 4, 8 workers, no startup, no scaling, deadlines 2M, 4M, 8M with M the
-median time to a curve's last step; metric mode max) and writes docs/results/peers-lcbench.md.
+median time to a curve's last step; metric mode max) and writes docs/results/peers-lcbench.md, and its
+cells (mean best score, standard error, seeds per task, deadline and scheduler) to peers-lcbench-cells.csv
+beside it, which ``tools/bench_samplers.py --peers`` shows beside ours.
 MOBSTER, Hyper-Tune and DyHPO need autograd (syne-tune's gpsearchers extra), so install that too:
 
     /tmp/st/bin/pip install 'syne-tune[blackbox-repository,kde,gpsearchers]==0.14.2' 'pandas==2.2.3'
@@ -381,6 +383,26 @@ def render_lcbench(frame: pd.DataFrame, command: str, ceilings: dict[str, float]
     return "\n".join(lines) + "\n"
 
 
+CELL_COLUMNS = ("task", "factor", "scheduler", "mean", "sem", "count")
+
+
+def cells_path(page: Path) -> Path:
+    """Where the cells of the LCBench page ``page`` are kept beside it (``peers-lcbench-cells.csv``)."""
+    return page.with_name(f"{page.stem}-cells.csv")
+
+
+def peer_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """The page's cells from its runs (task, factor, scheduler, seed, best): mean best score, its standard
+    error and the seeds, per task, deadline factor and scheduler; a frame of cells already is returned as is."""
+    if "best" not in frame.columns:
+        missing = [c for c in CELL_COLUMNS if c not in frame.columns]
+        if missing:
+            raise ValueError(f"neither runs (a 'best' column) nor cells: no column {', '.join(missing)}")
+        return frame[list(CELL_COLUMNS)].reset_index(drop=True)
+    cells = frame.groupby(["task", "factor", "scheduler"])["best"].agg(["mean", "sem", "count"])
+    return cells.reset_index()[list(CELL_COLUMNS)]
+
+
 def lcbench_main(args) -> int:
     logging.getLogger("syne_tune").setLevel(logging.ERROR)  # "BOHB is deprecated" at every suggestion, ...
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -419,7 +441,8 @@ def lcbench_main(args) -> int:
     text = render_lcbench(frame, args.command, {t.name: float(t.scores.max()) for t in tasks})
     print(text)
     args.out.write_text(text)
-    print(f"wrote {args.out}")
+    peer_cells(frame).to_csv(cells_path(args.out), index=False)
+    print(f"wrote {args.out} and {cells_path(args.out)}")
     return 0
 
 

@@ -41,6 +41,7 @@ sys.path.insert(0, str(REPO / "tools"))
 
 from bench_quality import (FLOOR, KEY, families, paired, replay_every, selected, simulate_cells,  # noqa: E402
                            verdict, x_over_best)
+from bench_peers import peer_cells  # noqa: E402
 from bench_rule import (DEADLINE_FACTORS, System, TraceRule, configs_table,  # noqa: E402
                         experiment_raw, rules)
 from results_page import commit, publish  # noqa: E402
@@ -201,14 +202,15 @@ def best_hypersched(frame: pd.DataFrame, samplers: list[str]) -> str:
 
 
 def render_peers(frame: pd.DataFrame, peers: pd.DataFrame, ours: str) -> str:
-    """``ours`` (a scheduler+sampler pair) beside every peer of ``peers`` (tools/bench_peers.py --raw: task,
-    factor, scheduler, seed, best) in each plain cell: mean best score ± standard error, and ours against the
-    best peer (not paired: other simulators' seeds; worse / better beyond 2 standard errors of the difference)."""
+    """``ours`` (a scheduler+sampler pair) beside every peer of ``peers`` (tools/bench_peers.py's runs, --raw:
+    task, factor, scheduler, seed, best; or its cells, peers-lcbench-cells.csv) in each plain cell: mean best
+    score ± standard error, and ours against the best peer (not paired: other simulators' seeds; worse /
+    better beyond 2 standard errors of the difference)."""
     plain = frame[(frame["system"] == "plain") & frame["variant"].isin([ours, "hypersched+random"])].copy()
     plain["task"] = plain["trace"].str.split("/").str[-1]
     mine = plain.groupby(["task", "factor", "variant"])["best_score"].agg(["mean", "sem", "count"])
-    theirs = peers.groupby(["task", "factor", "scheduler"])["best"].agg(["mean", "sem", "count"])
-    names = sorted(peers["scheduler"].unique())
+    theirs = peer_cells(peers).set_index(["task", "factor", "scheduler"])
+    names = sorted(theirs.index.get_level_values("scheduler").unique())
     shown_ours = ours.replace("+", " + ")
     lines = ["", "### Beside the peers (Syne Tune 0.14.2, `docs/results/peers-lcbench.md`), plain system", "",
              "Mean best score ± standard error (seeds in brackets where fewer than ours). Their simulator and "
@@ -230,9 +232,9 @@ def render_peers(frame: pd.DataFrame, peers: pd.DataFrame, ours: str) -> str:
         shown = "better" if difference > 2 * se else "worse" if difference < -2 * se else "par"
         verdicts.append(shown)
         seeds = ours_row["count"]
-        peer_cells = [_mean_se(rows.loc[n], seeds) if n in rows.index else "-" for n in names]
+        their_cells = [_mean_se(rows.loc[n], seeds) if n in rows.index else "-" for n in names]
         lines.append(f"| {task} | {factor}M | {_mean_se(mine.loc[(task, factor, 'hypersched+random')], seeds)} | "
-                     f"{_mean_se(ours_row, seeds)} | " + " | ".join(peer_cells)
+                     f"{_mean_se(ours_row, seeds)} | " + " | ".join(their_cells)
                      + f" | {best_peer} | {difference:+.4f} ± {se:.4f} | "
                      + (shown if shown == "par" else f"**{shown}**") + " |")
     lines.insert(3, f"{shown_ours} against the best peer: worse in {verdicts.count('worse')}, par in "
@@ -263,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="render from --raw folders instead of simulating (a sampler from the first folder that "
                              "has it; the synthetic table from the first)")
     parser.add_argument("--peers", type=Path, default=None,
-                        help="the peers' runs (tools/bench_peers.py --lcbench --raw CSV), shown beside ours")
+                        help="the peers' runs (tools/bench_peers.py --lcbench --raw CSV) or cells "
+                             "(docs/results/peers-lcbench-cells.csv), shown beside ours")
     args = parser.parse_args(argv)
     if "random" not in args.samplers:
         parser.error("--samplers: random sampling is the reference; name it")
@@ -279,7 +282,11 @@ def main(argv: list[str] | None = None) -> int:
         samplers = meta["samplers"]
         real_text = render_real(real, meta["real_seeds"], meta["provenance"], samplers)
         if args.peers is not None:
-            real_text += render_peers(real, pd.read_csv(args.peers), best_hypersched(real, samplers))
+            try:
+                peers = peer_cells(pd.read_csv(args.peers))
+            except (OSError, ValueError, pd.errors.ParserError) as exc:
+                parser.error(f"--peers {args.peers}: {exc}")
+            real_text += render_peers(real, peers, best_hypersched(real, samplers))
         text = "# Samplers\n\n" + real_text + "\n" + text.replace("# Samplers on", "## Samplers on", 1)
     if args.raw is not None:
         args.raw.mkdir(parents=True, exist_ok=True)
