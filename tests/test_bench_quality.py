@@ -122,6 +122,12 @@ def test_the_shared_nmt_pair_under_the_rule(tmp_path):
     assert "| NMT | 6 |" in text
 
 
+def test_ours_against_a_peer_needs_two_standard_errors_and_more_than_the_cells_last_decimal():
+    against = _tool("bench_samplers").against_peer
+    assert against(-0.00003, 0.0) == "par"  # both at a task's best recorded score, theirs kept to 4 decimals
+    assert (against(-0.0002, 0.0), against(0.01, 0.004), against(0.007, 0.004)) == ("worse", "better", "par")
+
+
 def test_the_samplers_bench_replays_a_trace_with_its_configurations_beside_the_synthetic_table(tmp_path):
     samplers = _tool("bench_samplers")
     curves = tmp_path / "curves"
@@ -164,7 +170,8 @@ def test_the_samplers_bench_replays_a_trace_with_its_configurations_beside_the_s
     from_cells = tmp_path / "from-cells.md"
     assert samplers.main(["--from-raw", str(raw), "--peers", str(tmp_path / "cells.csv"), "--out",
                           str(from_cells)]) == 0
-    assert from_cells.read_text() == shown
+    assert f"Theirs read from `--peers {tmp_path / 'peers.csv'}`." in shown
+    assert from_cells.read_text().replace("cells.csv", "peers.csv") == shown
     (tmp_path / "neither.csv").write_text("task,factor\nlcbench-1,2\n")
     with pytest.raises(SystemExit) as exit_code:
         samplers.main(["--from-raw", str(raw), "--peers", str(tmp_path / "neither.csv"), "--out", str(from_cells)])

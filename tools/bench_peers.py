@@ -384,6 +384,7 @@ def render_lcbench(frame: pd.DataFrame, command: str, ceilings: dict[str, float]
 
 
 CELL_COLUMNS = ("task", "factor", "scheduler", "mean", "sem", "count")
+CELL_DECIMALS = 4  # a cell's mean and standard error, as the page shows them
 
 
 def cells_path(page: Path) -> Path:
@@ -393,13 +394,15 @@ def cells_path(page: Path) -> Path:
 
 def peer_cells(frame: pd.DataFrame) -> pd.DataFrame:
     """The page's cells from its runs (task, factor, scheduler, seed, best): mean best score, its standard
-    error and the seeds, per task, deadline factor and scheduler; a frame of cells already is returned as is."""
+    error (both to CELL_DECIMALS) and the seeds, per task, deadline factor and scheduler; a frame of cells
+    already is returned as is."""
     if "best" not in frame.columns:
         missing = [c for c in CELL_COLUMNS if c not in frame.columns]
         if missing:
             raise ValueError(f"neither runs (a 'best' column) nor cells: no column {', '.join(missing)}")
         return frame[list(CELL_COLUMNS)].reset_index(drop=True)
     cells = frame.groupby(["task", "factor", "scheduler"])["best"].agg(["mean", "sem", "count"])
+    cells[["mean", "sem"]] = cells[["mean", "sem"]].round(CELL_DECIMALS)
     return cells.reset_index()[list(CELL_COLUMNS)]
 
 

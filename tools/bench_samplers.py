@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO / "tools"))
 
 from bench_quality import (FLOOR, KEY, families, paired, replay_every, selected, simulate_cells,  # noqa: E402
                            verdict, x_over_best)
-from bench_peers import peer_cells  # noqa: E402
+from bench_peers import CELL_DECIMALS, peer_cells  # noqa: E402
 from bench_rule import (DEADLINE_FACTORS, System, TraceRule, configs_table,  # noqa: E402
                         experiment_raw, rules)
 from results_page import commit, publish  # noqa: E402
@@ -201,11 +201,12 @@ def best_hypersched(frame: pd.DataFrame, samplers: list[str]) -> str:
     return min((p for p in pairs if p.startswith("hypersched+")), key=lambda p: ratios[p])
 
 
-def render_peers(frame: pd.DataFrame, peers: pd.DataFrame, ours: str) -> str:
+def render_peers(frame: pd.DataFrame, peers: pd.DataFrame, ours: str, source: str = "") -> str:
     """``ours`` (a scheduler+sampler pair) beside every peer of ``peers`` (tools/bench_peers.py's runs, --raw:
     task, factor, scheduler, seed, best; or its cells, peers-lcbench-cells.csv) in each plain cell: mean best
     score ± standard error, and ours against the best peer (not paired: other simulators' seeds; worse /
-    better beyond 2 standard errors of the difference)."""
+    better beyond 2 standard errors of the difference, and beyond the half unit of CELL_DECIMALS to which
+    their cells are known); ``source``: the --peers file, named on the page."""
     plain = frame[(frame["system"] == "plain") & frame["variant"].isin([ours, "hypersched+random"])].copy()
     plain["task"] = plain["trace"].str.split("/").str[-1]
     mine = plain.groupby(["task", "factor", "variant"])["best_score"].agg(["mean", "sem", "count"])
@@ -216,7 +217,8 @@ def render_peers(frame: pd.DataFrame, peers: pd.DataFrame, ours: str) -> str:
              "Mean best score ± standard error (seeds in brackets where fewer than ours). Their simulator and "
              "ours replay the same recorded curves, configurations and step times; the seeds are not paired, so "
              "the verdict compares " + shown_ours + " with the best peer of the cell by the difference of the "
-             "means against 2 standard errors of it.", "",
+             f"means against 2 standard errors of it (and the half unit of the {CELL_DECIMALS}th decimal to which "
+             "the peers' cells are kept)." + (f" Theirs read from `--peers {source}`." if source else ""), "",
              f"| task | T | hypersched + random | {shown_ours} | " + " | ".join(names)
              + " | best peer | difference ± se | verdict |", "|---|---|---|---|" + "---|" * len(names) + "---|---|---|"]
     verdicts = []
@@ -229,7 +231,7 @@ def render_peers(frame: pd.DataFrame, peers: pd.DataFrame, ours: str) -> str:
         peer_row = rows.loc[best_peer]
         difference = ours_row["mean"] - peer_row["mean"]
         se = math.hypot(ours_row["sem"], peer_row["sem"])
-        shown = "better" if difference > 2 * se else "worse" if difference < -2 * se else "par"
+        shown = against_peer(difference, se)
         verdicts.append(shown)
         seeds = ours_row["count"]
         their_cells = [_mean_se(rows.loc[n], seeds) if n in rows.index else "-" for n in names]
@@ -241,6 +243,21 @@ def render_peers(frame: pd.DataFrame, peers: pd.DataFrame, ours: str) -> str:
                     f"{verdicts.count('par')}, better in {verdicts.count('better')} of {len(verdicts)} cells.")
     lines.insert(4, "")
     return "\n".join(lines) + "\n"
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the repository where it is inside it."""
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def against_peer(difference: float, se: float) -> str:
+    """Ours against a peer by the difference of the means: worse / better beyond 2 standard errors of it
+    and beyond the half unit of CELL_DECIMALS (a finer difference is below what the peers' cells tell)."""
+    margin = max(2 * se, 0.5 * 10.0 ** -CELL_DECIMALS)
+    return "better" if difference > margin else "worse" if difference < -margin else "par"
 
 
 def _mean_se(row: pd.Series, seeds: int) -> str:
@@ -286,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                 peers = peer_cells(pd.read_csv(args.peers))
             except (OSError, ValueError, pd.errors.ParserError) as exc:
                 parser.error(f"--peers {args.peers}: {exc}")
-            real_text += render_peers(real, peers, best_hypersched(real, samplers))
+            real_text += render_peers(real, peers, best_hypersched(real, samplers), _shown_path(args.peers))
         text = "# Samplers\n\n" + real_text + "\n" + text.replace("# Samplers on", "## Samplers on", 1)
     if args.raw is not None:
         args.raw.mkdir(parents=True, exist_ok=True)
