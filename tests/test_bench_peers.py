@@ -85,8 +85,7 @@ def test_the_pages_cells_are_kept_beside_it_and_read_back_as_they_are(tmp_path):
     cells = bench.peer_cells(rows)
     assert list(cells.columns) == list(bench.CELL_COLUMNS) and len(cells) == 4
     random_2 = cells[(cells["scheduler"] == "random") & (cells["factor"] == 2)].iloc[0]
-    assert (random_2["mean"], random_2["sem"], random_2["count"]) == (pytest.approx(0.51), 0.0058,
-                                                                      3)
+    assert (random_2["mean"], random_2["sem"], random_2["count"]) == (pytest.approx(0.51), 0.0058, 3)  # 4 decimals
     assert cells[cells["scheduler"] == "bohb"]["sem"].isna().all()  # one seed: no standard error
     cells.to_csv(tmp_path / "cells.csv", index=False)
     pd.testing.assert_frame_equal(bench.peer_cells(pd.read_csv(tmp_path / "cells.csv")), cells)
