@@ -245,14 +245,6 @@ def render_peers(frame: pd.DataFrame, peers: pd.DataFrame, ours: str, source: st
     return "\n".join(lines) + "\n"
 
 
-def _shown_path(path: Path) -> str:
-    """``path`` relative to the repository where it is inside it."""
-    try:
-        return str(path.resolve().relative_to(REPO))
-    except ValueError:
-        return str(path)
-
-
 def against_peer(difference: float, se: float) -> str:
     """Ours against a peer by the difference of the means: worse / better beyond 2 standard errors of it
     and beyond the half unit of CELL_DECIMALS (a finer difference is below what the peers' cells tell)."""
@@ -303,7 +295,9 @@ def main(argv: list[str] | None = None) -> int:
                 peers = peer_cells(pd.read_csv(args.peers))
             except (OSError, ValueError, pd.errors.ParserError) as exc:
                 parser.error(f"--peers {args.peers}: {exc}")
-            real_text += render_peers(real, peers, best_hypersched(real, samplers), _shown_path(args.peers))
+            where = args.peers.resolve()
+            shown = where.relative_to(REPO) if where.is_relative_to(REPO) else args.peers
+            real_text += render_peers(real, peers, best_hypersched(real, samplers), str(shown))
         text = "# Samplers\n\n" + real_text + "\n" + text.replace("# Samplers on", "## Samplers on", 1)
     if args.raw is not None:
         args.raw.mkdir(parents=True, exist_ok=True)

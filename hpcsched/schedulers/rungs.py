@@ -128,10 +128,6 @@ class Rung:
         for neg, _, trial_id in self._paused:
             yield trial_id, -neg
 
-    @property
-    def paused_count(self) -> int:
-        return len(self._paused)
-
 
 class Bracket:
     """The rungs of one successive-halving bracket, highest milestone first. ``value(trial, level, score)``

@@ -109,8 +109,7 @@ class Ranking:
         return bisect.bisect_left(self._ordered(), self._key_of[item])
 
     def best(self) -> str | None:
-        keys = self._ordered()
-        return keys[0][-1] if keys else None
+        return self.first()
 
     def first(self, exclude: Container[str] = ()) -> str | None:
         """The best-ranked item not in ``exclude`` (None: none)."""
