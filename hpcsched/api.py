@@ -102,7 +102,7 @@ def run(train: Callable[..., Any] | str | None = None, spec: str | Path | Mappin
     logs). ``deadline``: seconds from now, overriding the spec's. ``sampler``: your own
     ``optuna.samplers.BaseSampler`` object (local and slurm backends), asked for every new trial's
     configuration instead of the spec's sampler, and told the scores as the spec's Optuna samplers are
-    (``sampler:`` keys ``startup_trials``, ``random_fraction``, ``objectives`` still apply; a
+    (``sampler:`` keys ``startup_trials``, ``random_fraction``, ``objectives``, ``fit_from`` still apply; a
     ``resume=True`` run needs the object again, and proposes what it proposes then). Raises
     ``SpecError`` for a bad spec and ``UserError`` for other bad input, before anything is launched.
     """

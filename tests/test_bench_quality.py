@@ -137,19 +137,24 @@ def test_the_samplers_bench_replays_a_trace_with_its_configurations_beside_the_s
     (curves / "lcbench" / "lcbench-1-configs.csv").write_text("trial,lr,units\n" + "".join(
         f"c{i},{math.exp(rng.uniform(-9, 0))},{int(rng.integers(16, 256))}\n" for i in range(16)))
     out, raw = tmp_path / "samplers.md", tmp_path / "raw"
-    assert samplers.main(["--seeds", "1", "--real-seeds", "2", "--samplers", "random", "kde", "--jobs", "1",
-                          "--curves", str(curves), "--out", str(out), "--raw", str(raw)]) == 0
+    assert samplers.main(["--seeds", "1", "--real-seeds", "2", "--samplers", "random", "kde", "kde:fit_from=0.5",
+                          "--jobs", "1", "--curves", str(curves), "--out", str(out), "--raw", str(raw)]) == 0
     text = out.read_text()
     assert "## Real configurations" in text and "## Samplers on config-dependent synthetic curves" in text
     pairs = [line for line in text.splitlines() if line.startswith(("| asha + ", "| hypersched + "))]
-    assert [line.split(" | ")[0] for line in pairs] == ["| asha + random", "| asha + kde", "| hypersched + random",
-                                                        "| hypersched + kde"]
+    assert [line.split(" | ")[0] for line in pairs] == [
+        "| asha + random", "| asha + kde", "| asha + kde:fit_from=0.5", "| hypersched + random", "| hypersched + kde",
+        "| hypersched + kde:fit_from=0.5"]
     verdicts = pairs[1].split(" | ")[5]
     assert sum(int(n) for n in verdicts.split(" / ")) == 6  # 2 systems x 3 deadlines, against random sampling
     assert len([line for line in text.splitlines() if line.startswith("| lcbench-1 |")]) == 6
     assert "cnn-a" not in text.split("## Samplers on")[0]
     with pytest.raises(SystemExit):
         samplers.main(["--samplers", "kde", "--curves", str(curves), "--out", str(out)])
+    for bad in ("kde:fit_from=2", "random:fit_from=0.5", "kde:fit_from"):  # exit 2 before anything runs
+        with pytest.raises(SystemExit) as info:
+            samplers.main(["--samplers", "random", bad, "--curves", str(curves), "--out", str(out)])
+        assert info.value.code == 2
     # rendered again from the kept runs, with a peer far below and one far above in every plain cell
     real = pd.read_csv(raw / "real.csv")
     best = real[real["variant"].str.startswith("hypersched")].groupby("factor")["best_score"].max()
@@ -186,12 +191,12 @@ def test_the_samplers_bench_replays_a_trace_with_its_configurations_beside_the_s
         {"samplers": ["random"], "used": ["random"], "seconds": 1.0, "commit": "0ddba11"}]}))
     shutil.copytree(raw, with_kde)
     (with_kde / "meta.json").write_text(json.dumps({**meta, "provenance": [
-        {"samplers": ["random", "kde"], "used": ["random", "kde"], "seconds": 2.0, "commit": "feedbee"}]}))
+        {"samplers": meta["samplers"], "used": meta["samplers"], "seconds": 2.0, "commit": "feedbee"}]}))
     merged = tmp_path / "merged.md"
     assert samplers.main(["--from-raw", str(only_random), str(with_kde), "--out", str(merged)]) == 0
     table = merged.read_text().split("\n## Samplers on")[0]
-    assert ("`--samplers random` in 1 s on commit 0ddba11; `--samplers random kde` in 2 s on commit feedbee "
-            "(its kde rows); rendered together by `--from-raw`") in table
+    assert ("`--samplers random` in 1 s on commit 0ddba11; `--samplers random kde kde:fit_from=0.5` in 2 s on commit "
+            "feedbee (its kde kde:fit_from=0.5 rows); rendered together by `--from-raw`") in table
     assert table.split("Seeds 0..")[1] == text.split("\n## Samplers on")[0].split("Seeds 0..")[1]
     (with_kde / "meta.json").write_text(json.dumps({**meta, "real_seeds": 3}))
     with pytest.raises(SystemExit):

@@ -64,6 +64,22 @@ def test_before_enough_trials_reached_a_step_it_draws_at_random_reproducibly():
     assert a.config(5) == b.config(5)
 
 
+def test_below_its_lowest_step_it_picks_at_random_and_from_there_by_the_model():
+    """The same scores at step 3: with a lowest step of 5 it picks as with no evidence at all; the same
+    trials reporting at step 5 too give the model back."""
+    space = parse_space(SPACE, "space", [])
+    late = KdeSampler(space, seed=1, mode="max", startup_trials=4, random_fraction=0.0, lowest_step=5)
+    blank = KdeSampler(space, seed=1, mode="max", startup_trials=4, random_fraction=0.0, lowest_step=5)
+    _feed(late, EVIDENCE)
+    candidates = [{"lr": 0.5, "opt": "sgd"}, {"lr": 3e-4, "opt": "sgd"}, {"lr": 3e-4, "opt": "adam"},
+                  {"lr": 0.5, "opt": "adam"}]
+    picks = [late.choose(i, candidates) for i in range(20, 40)]
+    assert picks == [blank.choose(i, candidates) for i in range(20, 40)] and len(set(picks)) > 1
+    for i, (_, _, score) in enumerate(EVIDENCE):
+        late.observe(Reported(2.0, f"t{i}", 5, score))
+    assert [late.choose(i, candidates) for i in range(20, 30)] == [2] * 10
+
+
 def test_a_random_fraction_of_its_picks_stay_random():
     sampler = _sampler(random_fraction=0.5)
     _feed(sampler, EVIDENCE)

@@ -108,6 +108,28 @@ def test_the_model_is_fitted_on_the_highest_step_enough_trials_reached(tmp_path)
     assert all(t.state.name == "COMPLETE" and max(t.intermediate_values) >= budget for t in told)
 
 
+def test_fit_from_keeps_the_model_off_steps_below_its_share_of_R(tmp_path):
+    """The same journal: fitted at the highest step five trials reached, or, with fit_from, not before five
+    reached that share of R (R = 500: no model at 0.9; the default's step where it is at least 0.05 x R)."""
+    spec = _spec({"name": "tpe", "startup_trials": 5})
+    _, records = _simulate(spec, 0, tmp_path)
+
+    def budget(fit_from):
+        sampler = make_sampler(_spec({"name": "tpe", "startup_trials": 5, "fit_from": fit_from}).sampler,
+                               spec.space, 0, "max", R=spec.scheduler.R)
+        for record in records:
+            sampler.observe(record)
+        return sampler.budget()
+
+    default = budget(0.0)
+    assert default is not None and default > spec.scheduler.r
+    assert budget(0.9) is None and budget(default / 500) == default and budget((default + 1) / 500) is None
+    unset = make_sampler(_spec({"name": "tpe", "startup_trials": 5, "fit_from": 0.9}).sampler, spec.space, 0, "max")
+    for record in records:
+        unset.observe(record)
+    assert unset.budget() == default  # (no R given: no floor)
+
+
 def test_a_third_of_the_proposals_stay_random():
     spec = _spec({"name": "tpe", "startup_trials": 5})
     state, _ = _simulate(spec, 0)
@@ -143,6 +165,8 @@ def test_qmc_covers_each_bin_once_and_is_a_function_of_the_index():
     ({"name": "tpe", "random_fraction": 1.5}, CURVE_SPACE,
      "sampler.random_fraction: expected a number in [0, 1], got 1.5"),
     ({"name": "tpe", "startup_trials": -1}, CURVE_SPACE, "sampler.startup_trials: must be >= 0, got -1"),
+    ({"name": "kde", "fit_from": 1.5}, CURVE_SPACE, "sampler.fit_from: expected a number in [0, 1], got 1.5"),
+    ({"name": "qmc", "fit_from": 0.25}, CURVE_SPACE, "sampler.fit_from: only for the model-based samplers"),
     ({"name": "tpe", "seeds": 3}, CURVE_SPACE, "sampler.seeds: unknown key"),
     ("tpe", {"opt": {"grid": ["sgd", "adam"]}, "lr": {"uniform": [0, 1]}},
      "space.opt: a grid parameter cannot be proposed by sampler 'tpe'; use choice"),

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -48,6 +49,7 @@ from results_page import commit, publish  # noqa: E402
 
 from hpcsched.loop.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
+from hpcsched.spec.sections import parse_sampler  # noqa: E402
 
 OUT = REPO / "docs" / "results" / "samplers.md"
 CURVES = REPO.parent / "shared" / "data" / "curves"
@@ -113,13 +115,31 @@ def render(table: pd.DataFrame, seeds: int, seconds: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sampler_section(label: str) -> dict:
+    """A sampler of ``--samplers``, ``NAME`` or ``NAME:KEY=VALUE,...`` (``kde:fit_from=0.25``), as a spec's
+    ``sampler:`` section (ValueError: neither)."""
+    name, _, options = label.partition(":")
+    section: dict = {"name": name}
+    for option in options.split(",") if options else []:
+        key, equals, value = option.partition("=")
+        if not key or not equals or not value:
+            raise ValueError(f"{label!r}: write NAME or NAME:KEY=VALUE,... (e.g. kde:fit_from=0.25)")
+        section[key] = yaml.safe_load(value)
+    return section
+
+
 def real_replay(rule: TraceRule, system: System, seeds: int, jobs: int, samplers: list[str]) -> pd.DataFrame:
     """Every deadline, scheduler and sampler on one trace with its configurations table; ``variant`` is
-    ``scheduler+sampler``."""
+    ``scheduler+sampler``, the sampler as ``--samplers`` names it (its ``sampler.name`` column too)."""
     variants = [{"name": "asha", "scheduler": {"kind": "asha"}}, {"name": "hypersched"}]
-    raw = experiment_raw(rule, system, variants, configs_table(rule))
-    raw["matrix"]["sampler.name"] = list(samplers)
-    frame = simulate_cells(raw, rule, system, seeds, jobs)
+    frames = []
+    for label in samplers:
+        raw = experiment_raw(rule, system, variants, configs_table(rule))
+        raw["sampler"] = sampler_section(label)
+        frame = simulate_cells(raw, rule, system, seeds, jobs)
+        frame["sampler.name"] = label
+        frames.append(frame)
+    frame = pd.concat(frames, ignore_index=True)
     frame["variant"] = frame["variant"] + "+" + frame["sampler.name"]
     return frame
 
@@ -279,6 +299,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if "random" not in args.samplers:
         parser.error("--samplers: random sampling is the reference; name it")
+    for label in args.samplers:
+        problems: list[str] = []
+        try:
+            parse_sampler(sampler_section(label), problems)
+        except ValueError as exc:
+            problems.append(str(exc))
+        if problems:
+            parser.error(f"--samplers {label}: {'; '.join(problems)}")
     if args.from_raw is not None:
         try:
             synthetic, real, meta = read_raw(args.from_raw)

@@ -37,7 +37,8 @@ def build_controller(spec: Spec, variant: Variant, executor: Executor, clock: Cl
     mode = spec.metric.mode
     state = RunState(mode)
     scheduler = make_scheduler(variant.scheduler, mode)
-    sampler = sampler if sampler is not None else make_sampler(spec.sampler, spec.space, spec.seed, mode)
+    sampler = sampler if sampler is not None else make_sampler(spec.sampler, spec.space, spec.seed, mode,
+                                                               R=variant.scheduler.R)
     replay(records, state, scheduler, sampler)
     limits = [n for n in (spec.max_trials, sampler.capacity, trial_limit) if n is not None]
     settings = RunSettings(name=spec.name, variant=variant.name, spec_digest=spec.digest, seed=spec.seed,

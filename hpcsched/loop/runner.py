@@ -148,7 +148,8 @@ def _run(spec: Spec, options: RunOptions, variant, trainable: str, backend: Back
 
     sampler = None
     if options.sampler is not None:
-        sampler = make_sampler(spec.sampler, spec.space, spec.seed, spec.metric.mode, model=options.sampler)
+        sampler = make_sampler(spec.sampler, spec.space, spec.seed, spec.metric.mode, model=options.sampler,
+                               R=variant.scheduler.R)
     controller = build_controller(spec, variant, executor, clock, journal, deadline=deadline, atom_ids=atom_ids,
                                   records=records, stop_margin=plan.stop_margin,
                                   wind_down_grace=spec.controller.stop_grace, on_record=on_record, sampler=sampler)

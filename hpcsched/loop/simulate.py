@@ -138,7 +138,8 @@ def simulate_run(spec: Spec, variant: Variant, seed: int, event_log: Path | None
     clock = VirtualClock(0.0)
     executor = SimExecutor(workload, clock, w.scaling, w.startup, w.step_overhead, w.stop_latency,
                            rng=np.random.default_rng([seed, STARTUP_STREAM]))
-    sampler = _CurveNaming(make_sampler(spec.sampler, spec.space, seed, spec.metric.mode), executor)
+    sampler = _CurveNaming(make_sampler(spec.sampler, spec.space, seed, spec.metric.mode, R=variant.scheduler.R),
+                           executor)
     journal = JsonlJournal(event_log, durable=False) if event_log else NullJournal()
     try:
         controller = build_controller(replace(spec, seed=seed), variant, executor, clock, journal,

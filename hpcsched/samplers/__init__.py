@@ -64,6 +64,7 @@ class SamplerSpec:
     startup_trials: int = 10  # Optuna's: trials that must reach a step before a model is fitted there
     random_fraction: float = 1 / 3  # Optuna's: share of proposals drawn at random all the same (BOHB's)
     objectives: tuple[tuple[str, str], ...] = ()  # Optuna's: more metrics to learn from, (name, max | min)
+    fit_from: float = 0.0  # a model is fitted on no step below this share of R (0: BOHB's rule alone)
 
 
 class ConfigSampler(Protocol):
@@ -110,15 +111,18 @@ class IndexSampler:
         pass
 
 
-def make_sampler(spec: SamplerSpec, space: Space | None, seed: int, mode: str, model: Any = None) -> ConfigSampler:
+def make_sampler(spec: SamplerSpec, space: Space | None, seed: int, mode: str, model: Any = None,
+                 R: int = 0) -> ConfigSampler:
     """The sampler ``spec`` names over ``space`` (none: empty configurations), seeded with ``seed``;
-    ``model``, an ``optuna.samplers.BaseSampler`` object, proposes instead of the one ``spec`` names."""
+    ``model``, an ``optuna.samplers.BaseSampler`` object, proposes instead of the one ``spec`` names;
+    ``R``: the run's most steps a trial trains (a model fits on no step below ``spec.fit_from`` of it)."""
     if space is None:
         return NoSpace()
     from hpcsched.samplers.optuna_model import OptunaSampler
+    lowest = spec.fit_from * R
     if model is not None:
         return OptunaSampler(space, seed, mode, type(model).__name__, spec.startup_trials, spec.random_fraction,
-                             spec.objectives, model=model)
+                             spec.objectives, model=model, lowest_step=lowest)
     if spec.name == "random":
         return Sampler(space, seed)
     if spec.name == "qmc":
@@ -126,5 +130,6 @@ def make_sampler(spec: SamplerSpec, space: Space | None, seed: int, mode: str, m
         return QmcSampler(space, seed)
     if spec.name == "kde":
         from hpcsched.samplers.kde import KdeSampler
-        return KdeSampler(space, seed, mode, spec.startup_trials, spec.random_fraction)
-    return OptunaSampler(space, seed, mode, spec.name, spec.startup_trials, spec.random_fraction, spec.objectives)
+        return KdeSampler(space, seed, mode, spec.startup_trials, spec.random_fraction, lowest_step=lowest)
+    return OptunaSampler(space, seed, mode, spec.name, spec.startup_trials, spec.random_fraction, spec.objectives,
+                         lowest_step=lowest)

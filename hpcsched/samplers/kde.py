@@ -73,7 +73,7 @@ class KdeSampler:
     capacity = None
 
     def __init__(self, space: Space, seed: int, mode: str, startup_trials: int = 10, random_fraction: float = 1 / 3,
-                 good_fraction: float = 0.15):
+                 good_fraction: float = 0.15, lowest_step: float = 0.0):
         if space.grid_params:
             raise ValueError(f"sampler kde: grid parameters ({', '.join(p.name for p in space.grid_params)}) "
                              f"cannot be proposed by a model; use choice")
@@ -82,6 +82,7 @@ class KdeSampler:
         self.mode = Mode(mode)
         self.random_fraction = random_fraction
         self.good_fraction = good_fraction
+        self.lowest_step = lowest_step  # the lowest step the model may be fitted at (sampler.fit_from x R)
         self._params = space.random_params
         self._choices = np.array([len(p.values) if p.kind == "choice" else 0 for p in self._params])
         self.min_trials = max(startup_trials, len(self._params) + 1, 2)
@@ -123,7 +124,7 @@ class KdeSampler:
         """The good and bad densities, or None (at random this time, or too few trials yet)."""
         if rng.random() < self.random_fraction:
             return None
-        step = fit_step(self._scores, self.min_trials)
+        step = fit_step(self._scores, self.min_trials, self.lowest_step)
         if step is None:
             return None
         scored = [(score, trial) for trial in self._scores

@@ -44,7 +44,8 @@ class OptunaSampler:
     ``space``; see the module docstring."""
 
     def __init__(self, space: Space, seed: int, mode: str, name: str, startup_trials: int = 10,
-                 random_fraction: float = 1 / 3, objectives: tuple[tuple[str, str], ...] = (), model: Any = None):
+                 random_fraction: float = 1 / 3, objectives: tuple[tuple[str, str], ...] = (), model: Any = None,
+                 lowest_step: float = 0.0):
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "Trial 3 finished" line per trial
@@ -60,6 +61,7 @@ class OptunaSampler:
         self.name = name
         self.startup_trials = startup_trials
         self.random_fraction = random_fraction
+        self.lowest_step = lowest_step  # the lowest step the model may be fitted at (sampler.fit_from x R)
         self._random = Sampler(space, seed)
         self._params = space.random_params
         self._distributions = {p.name: _distribution(p) for p in self._params}
@@ -110,8 +112,9 @@ class OptunaSampler:
         return values
 
     def budget(self) -> int | None:
-        """The step the model is fitted at: the highest that ``min_trials`` trials have reached."""
-        return fit_step(self._scores, self.min_trials)
+        """The step the model is fitted at: the highest that ``min_trials`` trials have reached, if at least
+        ``lowest_step`` (None: no model yet)."""
+        return fit_step(self._scores, self.min_trials, self.lowest_step)
 
     # ------------------------------------------------------------ internals
 

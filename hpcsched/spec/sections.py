@@ -53,7 +53,7 @@ def _objectives(value: object) -> tuple[tuple[str, str], ...]:
 
 METRIC_FIELDS: Table = {"name": f.string, "mode": f.one_of(*MODES), "non_finite": f.one_of(*NON_FINITE_POLICIES)}
 SAMPLER_FIELDS: Table = {"name": _sampler_name, "startup_trials": f.int_at_least(0), "random_fraction": f.fraction,
-                         "objectives": _objectives}
+                         "objectives": _objectives, "fit_from": f.fraction}
 RESOURCES_FIELDS: Table = {"atoms": f.auto_or(f.at_most(f.int_at_least(1), MAX_ATOMS)),
                            "gpus_per_atom": f.auto_or(f.int_at_least(0)), "cpus_per_atom": f.int_at_least(1),
                            "mem_per_atom": f.memory, "distributed": f.boolean}
@@ -97,7 +97,7 @@ def parse_sampler(raw: object, problems: list[str]) -> SamplerSpec:
     sampler = SamplerSpec(**section.read(SAMPLER_FIELDS))
     if len(problems) > before and "name" in section.raw and sampler.name != section.raw["name"]:
         return sampler  # a misspelt name: whether the other keys fit it cannot be told
-    for key in ("startup_trials", "random_fraction", "objectives"):
+    for key in ("startup_trials", "random_fraction", "objectives", "fit_from"):
         if key in section.raw and not (is_optuna if key == "objectives" else is_model)(sampler.name):
             names = ", ".join(n for n in SAMPLER_NAMES if (is_optuna if key == "objectives" else is_model)(n))
             problems.append(f"sampler.{key}: only for the model-based samplers ({names}, {OPTUNA_PREFIX}<Class>), "
