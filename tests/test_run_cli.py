@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_status_while_running_and_after(tmp_path):
-    spec = write_spec(tmp_path, deadline="15s", scheduler={"R": 10000})
+    spec = write_spec(tmp_path, deadline="25s", scheduler={"R": 10000})  # (room for a loaded machine)
     run = tmp_path / "run"
     controller = start("run", str(spec), "--run-dir", str(run))
     try:
@@ -26,7 +26,7 @@ def test_status_while_running_and_after(tmp_path):
         assert "t0000" in human.stdout and "running" in human.stdout
         data = json.loads(hpcsched("status", str(run), "--json").stdout)
         assert data["controller"]["alive"] is True and data["finished"] is None
-        assert data["atoms_in_use"] == 2 and 0 < data["time_left"] <= 15
+        assert data["atoms_in_use"] == 2 and 0 < data["time_left"] <= 25
         assert {t["status"] for t in data["trials"]} & {"running", "launching"}
     finally:
         out, _ = controller.communicate(timeout=60)
@@ -36,7 +36,7 @@ def test_status_while_running_and_after(tmp_path):
     assert "finished (deadline)" in after.stdout and "result:" in after.stdout
     data = json.loads(hpcsched("status", str(run), "--json").stdout)
     assert data["finished"] == "deadline" and data["result"]["best"]["checkpoint"]
-    assert 0 < data["elapsed"] <= 16 and all(t["elapsed"] >= 0 for t in data["trials"])
+    assert 0 < data["elapsed"] <= 26 and all(t["elapsed"] >= 0 for t in data["trials"])
     assert sum(t["elapsed"] for t in data["trials"]) <= 2 * data["elapsed"] + 1  # 2 atoms
     statuses = {t["status"] for t in data["trials"]}
     for wanted in statuses:  # -t, as squeue -t: only trials in these statuses, text and JSON alike
