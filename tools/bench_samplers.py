@@ -4,16 +4,17 @@
         [--jobs 2] [--curves DIR] [--out docs/results/samplers.md]
 
 Two tables. **Real configurations**: every trace under the curves folder with a configurations table
-beside it (the LCBench tasks: 400 recorded configurations of 7 hyperparameters each) replayed by the
-one bench rule (tools/bench_rule.py: R = the longest curve, r = 1, eta = 4, 8 atoms, deadlines 2M / 4M /
-8M, systems plain and sqrt) with the space derived from the table; the sampler proposes a
-configuration and the trial replays the recorded curve of the nearest one not used yet in the run
-(hpcsched.workloads.configs). ASHA and HyperSched, each with every sampler of ``--samplers``, seeds
-0..N-1. Per (scheduler, sampler): "x / best" (the geometric mean over cells of its regret over the
-best pair's; regrets floored at 0.001 x |oracle|) per deadline factor, and each sampler's regret
-paired by seed against random sampling under the same scheduler (worse / better beyond 2 standard
-errors). ``gp`` (Optuna's Gaussian process) is left out by default: it costs 20-250 s per simulated
-run here (random 0.2 s, TPE 1-2 s).
+beside it (the LCBench tasks: 400 recorded configurations of 7 hyperparameters each) replayed by the one
+bench rule (tools/bench_rule.py: R = the longest curve, r = 1, eta = 4, 8 atoms, deadlines 2M / 4M / 8M,
+systems plain and sqrt) with the space derived from the table; the sampler proposes a configuration and
+the trial replays the recorded curve of the nearest one not used yet in the run
+(hpcsched.workloads.configs). ASHA and HyperSched, each with every sampler of ``--samplers`` (a name, or
+``NAME:KEY=VALUE,...`` for a sampler section with options, e.g. ``kde:fit_from=0.25``), seeds 0..N-1.
+Per (scheduler, sampler): "x / best" (the geometric mean over cells of its regret over the best pair's;
+regrets floored at 0.001 x |oracle|) per deadline factor, and each sampler's regret paired by seed
+against random sampling under the same scheduler (worse / better beyond 2 standard errors). ``gp``
+(Optuna's Gaussian process) is left out by default: it costs 20-250 s per simulated run here (random 0.2
+s, TPE 1-2 s).
 
 **Synthetic**: the authors' synthetic curve (DESIGN.md §5) with its parameters b0, b1, b2 taken from the trial's
 configuration, as their own experiment samples them: b0 (the slope) log-uniform in [0.001, 1],
