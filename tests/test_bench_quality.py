@@ -151,7 +151,7 @@ def test_the_samplers_bench_replays_a_trace_with_its_configurations_beside_the_s
     assert "cnn-a" not in text.split("## Samplers on")[0]
     with pytest.raises(SystemExit):
         samplers.main(["--samplers", "kde", "--curves", str(curves), "--out", str(out)])
-    for bad in ("kde:fit_from=2", "random:fit_from=0.5", "kde:fit_from"):  # exit 2 before anything runs
+    for bad in ("kde:fit_from=2", "random:fit_from=0.5", "kde:fit_from", "kde:fit_from=["):  # exit 2, nothing run
         with pytest.raises(SystemExit) as info:
             samplers.main(["--samplers", "random", bad, "--curves", str(curves), "--out", str(out)])
         assert info.value.code == 2

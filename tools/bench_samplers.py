@@ -51,6 +51,7 @@ from results_page import commit, publish  # noqa: E402
 from hpcsched.loop.simulate import simulate_experiment  # noqa: E402
 from hpcsched.spec import parse_experiment  # noqa: E402
 from hpcsched.spec.sections import parse_sampler  # noqa: E402
+from hpcsched.spec.yaml_text import load_yaml  # noqa: E402
 
 OUT = REPO / "docs" / "results" / "samplers.md"
 CURVES = REPO.parent / "shared" / "data" / "curves"
@@ -125,7 +126,10 @@ def sampler_section(label: str) -> dict:
         key, equals, value = option.partition("=")
         if not key or not equals or not value:
             raise ValueError(f"{label!r}: write NAME or NAME:KEY=VALUE,... (e.g. kde:fit_from=0.25)")
-        section[key] = yaml.safe_load(value)
+        try:
+            section[key] = load_yaml(value)  # (the spec reader's YAML: 1e-3 is a number, as in a spec file)
+        except yaml.YAMLError:
+            raise ValueError(f"{label!r}: {key}'s value {value!r} is not a YAML value") from None
     return section
 
 
