@@ -73,9 +73,11 @@ def test_the_page_lists_every_share_and_every_cell(tmp_path):
     out = tmp_path / "keep.md"
     assert bench.main(["--draws", "5", "--curves", str(curves), "--out", str(out)]) == 0
     text = out.read_text()
-    rows = [line for line in text.splitlines() if line.startswith(("| agree |", "| late |"))]
+    rows = [line for line in text.splitlines() if line.startswith(("| agree |", "| late |")) and "trainings)" in line]
     assert len(rows) == 6 and all(len(row.strip("| ").split(" | ")) == 3 + len(bench.KEEPS) for row in rows)
     assert "Cells in which each share is the best: 1/4 3," in text
+    assert "| agree | 1/4 / 1/4 / 1/4 | 1→4 1.00, 4→16 1.00, 16→end 1.00, 1→end 1.00 |" in text
+    assert "| late | 1 / 1 / 1 | 1→4 1.00, 4→16 1.00, 16→end -1.00, 1→end -1.00 |" in text
 
 
 def test_no_draw_is_refused_with_exit_2_and_a_missing_folder_is_a_note(tmp_path, capsys):

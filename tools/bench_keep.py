@@ -2,8 +2,8 @@
 
     .venv/bin/python tools/bench_keep.py [--draws 200] [--seed 0] [--curves DIR] [--out docs/results/keep.md]
 
-A scheduler that cuts at rungs r·eta^k (r = 1, eta = 4: steps 1, 4, 16, ...) has one lever per rung: the share of its trials
-that go on. ASHA keeps 1/eta everywhere; HyperSched's rung trust (schedulers/kept.py) learns a share
+A scheduler that cuts at rungs r·eta^k (r = 1, eta = 4: steps 1, 4, 16, ...) has one lever per rung: the
+share of its trials that go on. ASHA keeps 1/eta everywhere; HyperSched's rung trust (schedulers/kept.py) learns a share
 between 1/eta and 1/2 from the run's own curves. This asks, for every trace under the curves folder
 and the one bench rule's budgets (tools/bench_rule.py: deadlines 2M, 4M, 8M on 8 atoms, that is 16,
 32 and 64 median full trainings), which fixed share would have been right, with nothing else in the
@@ -13,7 +13,8 @@ the most whose expected cost fits the budget (a rung's cost: the median over cur
 step over the time to the curve's last step). q = 1 is random search: n trials trained to the end.
 Regret: the pool's best final score minus the best final score among the trials that survive, mean
 over ``--draws`` draws. "x / best": the geometric mean over cells of a share's regret over the best
-share's in the cell (regrets floored at 0.001 x |the pool's best|).
+share's in the cell (regrets floored at 0.001 x |the pool's best|). Beside each trace's best shares, the
+rank correlations of its rungs over the whole pool: the most a run could estimate from its own curves.
 
 It is an upper bound on what a keep fraction can do, not a scheduler: the figures say whether one
 share fits every trace, or whether a run must find its own.
@@ -51,6 +52,7 @@ KEEPS = (1 / 4, 1 / 3, 1 / 2, 3 / 4, 1.0)
 class Pool:
     """A trace's configurations as successive halving sees them (scores normalised: higher is better)."""
 
+    marks: tuple[int, ...]  # the rungs' steps
     at_rungs: np.ndarray  # (configurations, rungs): the score at each rung's step (a curve's last if it ended)
     finals: np.ndarray  # the score at each curve's last step
     fractions: tuple[float, ...]  # per rung: the median over curves of the time to its step over the whole curve's
@@ -68,7 +70,16 @@ def pool(rule: TraceRule) -> Pool:
         at_rungs[row] = sign * curve.scores[where]
         shares[row] = curve.work[where] / curve.work[-1]
     finals = np.array([sign * curve.scores[-1] for curve in curves])
-    return Pool(at_rungs, finals, tuple(float(f) for f in np.median(shares, axis=0)))
+    return Pool(marks, at_rungs, finals, tuple(float(f) for f in np.median(shares, axis=0)))
+
+
+def agreement(p: Pool) -> str:
+    """Spearman's rank correlation over the whole pool of each rung with the next (the last with the end),
+    and of the first rung with the end: what a run could at best estimate from its own curves."""
+    columns = pd.DataFrame(np.column_stack([p.at_rungs, p.finals]), columns=[*map(str, p.marks), "end"])
+    ranked = columns.rank()
+    pairs = [*zip(columns.columns[:-1], columns.columns[1:]), (columns.columns[0], "end")]
+    return ", ".join(f"{a}→{b} {ranked[a].corr(ranked[b]):.2f}" for a, b in pairs)
 
 
 def cost(fractions: tuple[float, ...], keep: float) -> float:
@@ -101,7 +112,7 @@ def trace_cells(rule: TraceRule, draws: int, seed: int) -> pd.DataFrame:
             regret = np.mean([halving_regret(p, keep, factor * ATOMS, rng) for _ in range(draws)])
             rows.append({"trace": rule.name, "family": rule.family, "factor": factor, "keep": keep,
                          "regret": float(regret), "floor": FLOOR * abs(float(p.finals.max())),
-                         "rung_costs": p.fractions})
+                         "rung_costs": p.fractions, "agreement": agreement(p)})
     return pd.DataFrame(rows)
 
 
@@ -130,6 +141,13 @@ def render(frame: pd.DataFrame, draws: int, seed: int, seconds: float) -> str:
     counts = best["keep"].value_counts()
     lines += ["", "Cells in which each share is the best: " + ", ".join(
         f"{_keep_name(k)} {int(counts.get(k, 0))}" for k in KEEPS) + f" of {len(best)}.", "",
+              "Per trace, the best share at each budget beside how its rungs rank the trials (Spearman's "
+              "correlation over the whole pool, each rung with the next and the first with the end):", "",
+              "| trace | best share 2M / 4M / 8M | rank correlations |", "|---|---|---|"]
+    for trace, part in best.groupby("trace", sort=True):
+        shares = " / ".join(_keep_name(k).split(" ")[0] for k in part.sort_values("factor")["keep"])
+        lines.append(f"| {trace} | {shares} | {part['agreement'].iloc[0]} |")
+    lines += ["",
         "Per cell, mean regret (the best share in bold; rung costs: the median share of a full training "
         "that reaching each rung's step costs):", "",
         "| trace | budget | rung costs | " + " | ".join(f"keep {n}" for n in names) + " |",
