@@ -126,6 +126,18 @@ def test_ours_against_a_peer_needs_two_standard_errors_and_more_than_the_cells_l
     against = _tool("bench_samplers").against_peer
     assert against(-0.00003, 0.0) == "par"  # both at a task's best recorded score, theirs kept to 4 decimals
     assert (against(-0.0002, 0.0), against(0.01, 0.004), against(0.007, 0.004)) == ("worse", "better", "par")
+    assert against(-0.5, float("nan")) == "no verdict"  # a peer cell of one seed has no standard error: not par
+
+
+def test_a_peer_cell_of_one_seed_gets_no_verdict_rather_than_par():
+    samplers = _tool("bench_samplers")
+    ours = pd.DataFrame([{"system": "plain", "trace": "lcbench/lcbench-1", "factor": 2, "variant": variant,
+                          "seed": seed, "best_score": 0.8 + 0.01 * seed}
+                         for variant in ("hypersched+random", "hypersched+kde") for seed in range(3)])
+    peers = pd.DataFrame([{"task": "lcbench-1", "factor": 2, "scheduler": "solo", "seed": 0, "best": 0.1}])
+    page = samplers.render_peers(ours, peers, "hypersched+kde")
+    assert "worse in 0, par in 0, better in 0 of 1 cells (no verdict in 1: a side measured on one seed)." in page
+    assert page.rstrip().endswith("| solo | +0.7100 ± nan | no verdict |")
 
 
 def test_the_samplers_bench_replays_a_trace_with_its_configurations_beside_the_synthetic_table(tmp_path):

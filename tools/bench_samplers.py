@@ -58,6 +58,7 @@ CURVES = REPO.parent / "shared" / "data" / "curves"
 REAL_SAMPLERS = ("random", "qmc", "tpe")
 REAL_SCHEDULERS = ("asha", "hypersched")
 DEADLINES = (15, 30, 60, 120)
+NO_VERDICT = "no verdict"  # ours against a peer where a side has no standard error (one seed)
 SAMPLERS = ("random", "qmc", "tpe")
 SCHEDULERS = ("asha", "random", "hypersched")
 NAMES = {"asha": "ASHA", "random": "random search", "hypersched": "HyperSched"}
@@ -263,16 +264,21 @@ def render_peers(frame: pd.DataFrame, peers: pd.DataFrame, ours: str, source: st
         lines.append(f"| {task} | {factor}M | {_mean_se(mine.loc[(task, factor, 'hypersched+random')], seeds)} | "
                      f"{_mean_se(ours_row, seeds)} | " + " | ".join(their_cells)
                      + f" | {best_peer} | {difference:+.4f} ± {se:.4f} | "
-                     + (shown if shown == "par" else f"**{shown}**") + " |")
+                     + (f"**{shown}**" if shown in ("worse", "better") else shown) + " |")
+    unjudged = verdicts.count(NO_VERDICT)
     lines.insert(3, f"{shown_ours} against the best peer: worse in {verdicts.count('worse')}, par in "
-                    f"{verdicts.count('par')}, better in {verdicts.count('better')} of {len(verdicts)} cells.")
+                    f"{verdicts.count('par')}, better in {verdicts.count('better')} of {len(verdicts)} cells"
+                    + (f" ({NO_VERDICT} in {unjudged}: a side measured on one seed)." if unjudged else "."))
     lines.insert(4, "")
     return "\n".join(lines) + "\n"
 
 
 def against_peer(difference: float, se: float) -> str:
     """Ours against a peer by the difference of the means: worse / better beyond 2 standard errors of it
-    and beyond the half unit of CELL_DECIMALS (a finer difference is below what the peers' cells tell)."""
+    and beyond the half unit of CELL_DECIMALS (a finer difference is below what the peers' cells tell);
+    ``NO_VERDICT`` where a side was measured on one seed (no standard error)."""
+    if math.isnan(se):
+        return NO_VERDICT
     margin = max(2 * se, 0.5 * 10.0 ** -CELL_DECIMALS)
     return "better" if difference > margin else "worse" if difference < -margin else "par"
 
