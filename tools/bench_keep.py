@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
-from bench_quality import FLOOR  # noqa: E402
+from bench_quality import x_over_best as quality_x_over_best  # noqa: E402
 from bench_rule import ATOMS, DEADLINE_FACTORS, ETA, FIRST_RUNG, TraceRule, rules  # noqa: E402
 from results_page import publish  # noqa: E402
 
@@ -105,22 +105,25 @@ def halving_regret(p: Pool, keep: float, budget: float, rng: np.random.Generator
 def trace_cells(rule: TraceRule, draws: int, seed: int) -> pd.DataFrame:
     """One row per (deadline factor, keep): mean regret over ``draws`` draws."""
     p = pool(rule)
+    shared = {"trace": rule.name, "family": rule.family, "oracle": float(p.finals.max()),
+              "rung_costs": p.fractions, "agreement": agreement(p)}
     rows = []
     for factor in DEADLINE_FACTORS:
         rng = np.random.default_rng([seed, factor])
         for keep in KEEPS:
             regret = np.mean([halving_regret(p, keep, factor * ATOMS, rng) for _ in range(draws)])
-            rows.append({"trace": rule.name, "family": rule.family, "factor": factor, "keep": keep,
-                         "regret": float(regret), "floor": FLOOR * abs(float(p.finals.max())),
-                         "rung_costs": p.fractions, "agreement": agreement(p)})
+            rows.append({**shared, "factor": factor, "keep": keep, "regret": float(regret)})
     return pd.DataFrame(rows)
 
 
 def x_over_best(frame: pd.DataFrame) -> pd.Series:
-    """Per keep: the geometric mean over cells of its regret over the best keep's (floored)."""
-    floored = frame["regret"].clip(lower=frame["floor"])
-    ratio = floored / floored.groupby([frame["trace"], frame["factor"]]).transform("min")
-    return np.exp(np.log(ratio).groupby(frame["keep"]).mean())
+    """Per keep: bench_quality's "x / best" over the frame's cells (the pool's best final as the oracle)."""
+    table = frame.pivot(index=["trace", "factor"], columns="keep", values="regret")
+    keeps = list(table.columns)
+    table.columns = [f"regret {keep}" for keep in keeps]
+    table["oracle"] = frame.groupby(["trace", "factor"])["oracle"].first()
+    ratios = quality_x_over_best(table, tuple(str(keep) for keep in keeps))
+    return pd.Series({keep: ratios[str(keep)] for keep in keeps})
 
 
 def _keep_name(keep: float) -> str:
