@@ -9,7 +9,15 @@ from hpcsched.core.records import EntranceClosed, Exited
 from hpcsched.core.scaling import named_scaling
 from hpcsched.schedulers.decisions import CloseEntrance, PauseTrial, ResizeTrial, ResumeTrial, StartTrial, StopTrial
 from hpcsched.schedulers.entrance import BestByStep, Entrance, Moment
-from hpcsched.schedulers.kept import NORMAL, KeptFractions, kept_fraction, latest_rows, population_covariance
+from hpcsched.schedulers.kept import (
+    NORMAL,
+    SETTLED_ROWS,
+    KeptFractions,
+    doubt_bound,
+    kept_fraction,
+    latest_rows,
+    population_covariance,
+)
 from hpcsched.schedulers.rungs import Rung, Tally
 from tests.harness import Harness
 
@@ -263,6 +271,26 @@ def test_a_rung_keeps_successive_halvings_share_where_it_ranks_well_and_half_whe
     assert shares == sorted(shares, reverse=True) and shares[-1] < shares[0]  # the better it ranks, the fewer
     assert kept_fraction(0.2, 1000, 4) < kept_fraction(0.2, 50, 4)  # the more trials, the harder to be the best
 
+
+def test_a_correlation_from_few_rows_is_read_at_its_upper_bound_and_from_enough_as_estimated():
+    # rho 0.1 from 14 rows: Fisher z 0.100 + 2 / sqrt(11) = 0.703, tanh 0.606
+    assert doubt_bound(0.1, 14) == pytest.approx(0.606, abs=1e-3)
+    assert doubt_bound(-0.999, 5) < doubt_bound(-0.5, 5) < doubt_bound(0.0, 5) < 1.0  # order kept
+    assert doubt_bound(0.1, SETTLED_ROWS) == 0.1 and doubt_bound(-0.3, 400) == -0.3
+    assert kept_fraction(doubt_bound(0.1, 14), 400, 4) == 0.25  # the noisy low estimate keeps 1/eta ...
+    assert kept_fraction(0.1, 400, 4) > 0.4  # ... which, read as it is, keeps nearly half
+
+
+def test_a_rung_keeps_more_than_one_in_eta_only_once_enough_trials_show_it_ranks_poorly():
+    rng = np.random.default_rng(3)
+    rungs: list[Rung] = []
+    kept = KeptFractions(2, 4, lambda level: rungs[level])
+    rungs.extend(_rungs(2, tally=kept.tally))
+    _arrive(rungs, 0, {f"t{i}": float(rng.standard_normal()) for i in range(240)})
+    _arrive(rungs, 1, {f"t{i}": float(rng.standard_normal()) for i in range(14)})  # unrelated to rung 0
+    assert kept.keep(0) == 0.25  # 14 rows: too few to undo successive halving
+    _arrive(rungs, 1, {f"t{i}": float(rng.standard_normal()) for i in range(14, 60)})
+    assert kept.keep(0) > 0.4  # 60 rows that still say nothing: the rung keeps nearly half
 
 def test_the_population_correlation_is_recovered_from_a_run_that_chose_who_went_on():
     rng = np.random.default_rng(0)

@@ -21,6 +21,10 @@ configurations that end best start slowly. A run measures the correlation from i
 
    successive halving's 1/eta where the rung ranks well (rho near 1), up to a half where it tells
    nothing (rho at or below 0). Before a later variable can be estimated, 1/eta.
+4. **Doubt favours halving.** Until the furthest variable has SETTLED_ROWS rows, each rho is read at
+   its upper bound, SE_BOUND standard errors of Fisher's z = atanh(rho) (1/sqrt(n - 3)) above the
+   estimate: a dozen rows can put a rung that ranks well at rho near 0, and a rung keeps more than
+   1/eta only once the run's own evidence says so.
 
 Scores are normalised: higher is better.
 """
@@ -40,6 +44,8 @@ from hpcsched.schedulers.rungs import Rung, Tally
 MIN_ROWS = 8  # trials a rung's regression needs beyond its coefficients
 MOST_ROWS = 4096  # the latest trials a regression reads (an estimate, not a census: O(1) in the run's size)
 REFRESH = 1.05  # re-estimate once the run has this many times the observations of the last estimate
+SETTLED_ROWS = 40  # rows at the furthest variable from which its estimate is read as it is
+SE_BOUND = 2.0  # standard errors of Fisher's z added to rho while fewer rows are in
 NORMAL = NormalDist()
 
 
@@ -53,6 +59,15 @@ def kept_fraction(rho: float, trials: int, eta: float) -> float:
     rho = min(1.0, max(rho, 1e-9))
     cut = z * (1.0 - math.sqrt(1.0 - rho * rho)) / rho
     return max(base, 1.0 - NORMAL.cdf(cut))
+
+
+def doubt_bound(rho: float, rows: int) -> float:
+    """``rho`` estimated from ``rows`` trials, read at its upper SE_BOUND-standard-error bound (Fisher z)
+    while ``rows`` < SETTLED_ROWS; as estimated from then on."""
+    if rows >= SETTLED_ROWS:
+        return rho
+    z = math.atanh(max(-0.999, min(0.999, rho)))
+    return math.tanh(z + SE_BOUND / math.sqrt(max(rows - 3, 1)))
 
 
 def population_covariance(rows: list[np.ndarray]) -> np.ndarray:
@@ -121,9 +136,12 @@ class KeptFractions:
     def _correlations(self) -> tuple[float, ...]:
         observed = self.tally.count
         if observed > self._estimated_at * REFRESH:
-            cov = population_covariance(latest_rows(self._columns()))
+            rows = latest_rows(self._columns())
+            cov = population_covariance(rows)
             last = cov.shape[0] - 1
-            self._rho = tuple(float(cov[v, last] / math.sqrt(cov[v, v] * cov[last, last])) for v in range(last))
+            furthest = len(rows[last])  # the rows behind the furthest variable estimated
+            self._rho = tuple(doubt_bound(float(cov[v, last] / math.sqrt(cov[v, v] * cov[last, last])), furthest)
+                              for v in range(last))
             self._estimated_at = observed
         return self._rho
 
