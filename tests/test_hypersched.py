@@ -292,6 +292,7 @@ def test_a_rung_keeps_more_than_one_in_eta_only_once_enough_trials_show_it_ranks
     _arrive(rungs, 1, {f"t{i}": float(rng.standard_normal()) for i in range(14, 60)})
     assert kept.keep(0) > 0.4  # 60 rows that still say nothing: the rung keeps nearly half
 
+
 def test_the_population_correlation_is_recovered_from_a_run_that_chose_who_went_on():
     rng = np.random.default_rng(0)
     n = 4000
