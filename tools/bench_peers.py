@@ -25,7 +25,8 @@ MOBSTER, Hyper-Tune and DyHPO need autograd (syne-tune's gpsearchers extra), so 
 
     /tmp/st/bin/pip install 'syne-tune[blackbox-repository,kde,gpsearchers]==0.14.2' 'pandas==2.2.3'
     nice -n 10 /tmp/st/bin/python tools/bench_peers.py --lcbench --seeds 20 --raw /tmp/peers-lcbench.csv \
-        --schedulers random asha bohb=10 mobster=3@167149,167181 hypertune=3@167149,167181 dyhpo=3@167149,167181
+        --schedulers random asha bohb=10 mobster=3@167149,167181,189862 hypertune=3@167149,167181,189862 \
+        dyhpo=3@167149,167181,189862
 
 (the page's command: ``NAME=N``: seeds 0..N-1 for that scheduler, else ``--seeds``; ``NAME=N@TASK,TASK``:
 on those tasks only; ``--tasks 7593 167149``: only those tasks at all. ``--raw`` keeps every run's
@@ -349,11 +350,13 @@ def render_lcbench(frame: pd.DataFrame, command: str, ceilings: dict[str, float]
         lines.append(f"| {name} | {span} | {where} | {len(mine)} | "
                      f"{mine['seconds'].mean():.1f}, {mine['seconds'].max():.1f} |")
     lines += ["", "Seconds: the wall time of one replay to 8M (all three deadlines) on the 2-core development "
-              "machine shared with other work, under `nice -n 10`. A scheduler whose tasks are named ran on those "
+              "machine shared with other work. A scheduler whose tasks are named ran on those "
               "only (`NAME=N@TASK,...` in the command): the GP-based searchers refit on the results as they come, "
               "so a replay costs them minutes, more the more trials it starts (MOBSTER took 719 s on "
-              "lcbench-167152, where it started 336 trials by 8M); the tasks named are those where ASHA started "
-              "the fewest trials by 8M. Each replay seeds Syne Tune's scheduler and the global random generators "
+              "lcbench-167152, where it started 336 trials by 8M); the tasks named are 167149 and 167181, where "
+              "ASHA started the fewest trials by 8M, and 189862, where HyperSched with its best sampler is furthest "
+              "behind a peer (lcbench-167185, also behind one, had not finished one MOBSTER or Hyper-Tune replay "
+              "in 10 minutes). Each replay seeds Syne Tune's scheduler and the global random generators "
               "with its seed, so it replays the same whatever ran before it.", ""]
     header = "| task | best recorded | M (s) | × M | T (s) | " + " | ".join(names) + " |"
     lines += [header, "|" + "---|" * (5 + len(names))]
