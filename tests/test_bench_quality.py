@@ -76,6 +76,9 @@ def test_a_cell_is_judged_by_the_regret_paired_by_seed_against_the_better_baseli
                     "hypersched": [0.2, 0.0, 0.2, 0.0]})
     assert bench.cell_table(noisy).iloc[0]["verdict"] == "par"  # the gap is within two standard errors
     assert bench.verdict(-0.05, 0.01) == "better" and bench.verdict(0.0, 0.0) == "par"
+    counts = bench.tally([bench.Verdict.WORSE, bench.verdict(0.0, 0.0), bench.Verdict.WORSE])
+    assert [counts[v] for v in bench.Verdict] == [2, 1, 0, 0]  # every verdict counted, zeros included
+    assert [v.shown for v in bench.Verdict] == ["**worse**", "par", "**better**", "no verdict"]
 
 
 def test_x_over_best_is_a_geometric_mean_with_ties_at_the_oracle_floored():

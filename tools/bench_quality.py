@@ -22,7 +22,8 @@ import argparse
 import fnmatch
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -104,13 +105,36 @@ def paired(frame: pd.DataFrame, ours: str, theirs: pd.Series) -> pd.DataFrame:
     return pd.DataFrame({"mean": gap.mean(), "se": gap.sem(ddof=1).fillna(0.0)})
 
 
-def verdict(mean: float, se: float) -> str:
-    """worse / better beyond SIGNIFICANT standard errors of a paired regret difference, else par."""
+class Verdict(StrEnum):
+    """Ours against a baseline or a peer: the one spelling of every quality table's verdicts."""
+
+    WORSE = "worse"
+    PAR = "par"
+    BETTER = "better"
+    NONE = "no verdict"  # a side was measured on one seed (no standard error)
+
+    @property
+    def shown(self) -> str:
+        """As a table cell: a verdict either way in bold."""
+        return f"**{self}**" if self in (Verdict.WORSE, Verdict.BETTER) else str(self)
+
+
+JUDGED = (Verdict.WORSE, Verdict.PAR, Verdict.BETTER)  # the counts every summary gives, in this order
+
+
+def tally(verdicts: Iterable[Verdict]) -> dict[Verdict, int]:
+    """How many of ``verdicts`` are each verdict (every one of them, zeros included)."""
+    listed = list(verdicts)
+    return {v: listed.count(v) for v in Verdict}
+
+
+def verdict(mean: float, se: float) -> Verdict:
+    """Worse / better beyond SIGNIFICANT standard errors of a paired regret difference, else par."""
     if mean > SIGNIFICANT * se and mean > 0:
-        return "worse"
+        return Verdict.WORSE
     if mean < -SIGNIFICANT * se and mean < 0:
-        return "better"
-    return "par"
+        return Verdict.BETTER
+    return Verdict.PAR
 
 
 def cell_table(frame: pd.DataFrame, ours: str = "hypersched") -> pd.DataFrame:
@@ -156,10 +180,9 @@ def summary(table: pd.DataFrame, ours: str = "hypersched") -> pd.DataFrame:
     rows = {}
     for name, part in families(table):
         ratios = x_over_best(part, ("asha", "random", ours))
-        counts = part["verdict"].value_counts()
+        counts = tally(part["verdict"])
         rows[name] = {"cells": len(part), "asha / best": ratios["asha"], "random / best": ratios["random"],
-                      "x / best": ratios[ours], "worse": int(counts.get("worse", 0)),
-                      "par": int(counts.get("par", 0)), "better": int(counts.get("better", 0)),
+                      "x / best": ratios[ours], **{str(v): counts[v] for v in JUDGED},
                       f"ratio > {RATIO_LIMIT}": int((part["ratio"] > RATIO_LIMIT).sum()),
                       "idle max": float(part["idle max"].max())}
     return pd.DataFrame(rows).T
@@ -189,22 +212,22 @@ def render(frame: pd.DataFrame, seeds: int, seconds: float, configurations: list
              f"the cell, worse / better beyond {SIGNIFICANT:g} standard errors, else par. `idle`: the most idle run's "
              "atom-time with no trial on it, while a trial started then could still report a step, in median "
              "steps per atom.", "",
-             "| family | cells | ASHA / best | random / best | HyperSched / best | worse | par | better "
+             f"| family | cells | ASHA / best | random / best | HyperSched / best | {' | '.join(JUDGED)} "
              f"| ratio > {RATIO_LIMIT} | idle (max) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name, row in total.iterrows():
         lines.append(f"| {name} | {int(row['cells'])} | {row['asha / best']:.2f} | {row['random / best']:.2f} | "
-                     f"**{row['x / best']:.2f}** | {int(row['worse'])} | {int(row['par'])} | {int(row['better'])} | "
+                     f"**{row['x / best']:.2f}** | " + "".join(f"{int(row[v])} | " for v in JUDGED) +
                      f"{int(row[f'ratio > {RATIO_LIMIT}'])} | {row['idle max']:.2f} |")
     if configurations:
         lines += ["", "Named HyperSched configurations, each summarised as if it were the default (x / best over the "
                   "best of ASHA, random search and that configuration; verdicts against the better baseline): "
                   + "; ".join(f"`{name}`: {CONFIGURATIONS[name]}" for name in configurations) + ".", "",
-                  "| configuration | family | x / best | worse | par | better | ratio > 1.5 |",
+                  f"| configuration | family | x / best | {' | '.join(JUDGED)} | ratio > {RATIO_LIMIT} |",
                   "|---|---|---|---|---|---|---|"]
         for label in ["hypersched"] + [f"hypersched-{name}" for name in configurations]:
             for name, row in summary(cell_table(frame, label), label).iterrows():
-                lines.append(f"| {label} | {name} | {row['x / best']:.2f} | {int(row['worse'])} | {int(row['par'])} "
-                             f"| {int(row['better'])} | {int(row[f'ratio > {RATIO_LIMIT}'])} |")
+                lines.append(f"| {label} | {name} | {row['x / best']:.2f} | "
+                             + "".join(f"{int(row[v])} | " for v in JUDGED) + f"{int(row[f'ratio > {RATIO_LIMIT}'])} |")
     lines += ["", "Per cell (mean over seeds; perplexity traces are minimised; gap = HyperSched's regret minus the "
               "better baseline's, paired by seed, ± standard error):", "",
               "| trace | system | T | oracle | ASHA | random | one-epoch | HyperSched | regret ASHA | regret random "
@@ -217,8 +240,7 @@ def render(frame: pd.DataFrame, seeds: int, seconds: float, configurations: list
         cells += [_score(row[f"best {v}"], oracle) for v in VARIANTS]
         cells += [_score(row[f"regret {v}"], oracle) for v in VARIANTS]
         gap = f"{_score(row['gap'], oracle)} ± {_score(row['gap se'], oracle)} ({row['baseline']})"
-        shown = row["verdict"] if row["verdict"] == "par" else f"**{row['verdict']}**"
-        cells += [gap, shown, f"{row['ratio']:.2f}", f"{row['idle max']:.2f}"]
+        cells += [gap, Verdict(row["verdict"]).shown, f"{row['ratio']:.2f}", f"{row['idle max']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

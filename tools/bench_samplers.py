@@ -41,8 +41,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
-from bench_quality import (FLOOR, KEY, families, paired, replay_every, selected, simulate_cells,  # noqa: E402
-                           verdict, x_over_best)
+from bench_quality import (FLOOR, KEY, Verdict, families, paired, replay_every, selected,  # noqa: E402
+                           simulate_cells, tally, verdict, x_over_best)
 from bench_peers import CELL_DECIMALS, peer_cells  # noqa: E402
 from bench_rule import (DEADLINE_FACTORS, System, TraceRule, configs_table,  # noqa: E402
                         experiment_raw, rules)
@@ -58,7 +58,6 @@ CURVES = REPO.parent / "shared" / "data" / "curves"
 REAL_SAMPLERS = ("random", "qmc", "tpe")
 REAL_SCHEDULERS = ("asha", "hypersched")
 DEADLINES = (15, 30, 60, 120)
-NO_VERDICT = "no verdict"  # ours against a peer where a side has no standard error (one seed)
 SAMPLERS = ("random", "qmc", "tpe")
 SCHEDULERS = ("asha", "random", "hypersched")
 NAMES = {"asha": "ASHA", "random": "random search", "hypersched": "HyperSched"}
@@ -162,7 +161,7 @@ def real_cells(frame: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def against_random(frame: pd.DataFrame, table: pd.DataFrame, pair: str) -> tuple[pd.DataFrame, list[str]]:
+def against_random(frame: pd.DataFrame, table: pd.DataFrame, pair: str) -> tuple[pd.DataFrame, list[Verdict]]:
     """``pair``'s regret paired by seed against its scheduler's with random sampling: (gap, verdicts)."""
     baseline = pair.split("+")[0] + "+random"
     gap = paired(frame, pair, pd.Series(baseline, index=table.index))
@@ -204,7 +203,8 @@ def render_real(frame: pd.DataFrame, seeds: int, provenance: list[dict], sampler
             cells += ["-", "-"]
         else:
             gap, verdicts = against_random(frame, table, pair)
-            cells.append(f"{verdicts.count('worse')} / {verdicts.count('par')} / {verdicts.count('better')}")
+            counts = tally(verdicts)
+            cells.append(f"{counts[Verdict.WORSE]} / {counts[Verdict.PAR]} / {counts[Verdict.BETTER]}")
             cells.append(f"{gap['mean'].mean():+.4f}")
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Per cell, mean best score (the regret is the oracle minus it):", "",
@@ -264,23 +264,24 @@ def render_peers(frame: pd.DataFrame, peers: pd.DataFrame, ours: str, source: st
         lines.append(f"| {task} | {factor}M | {_mean_se(mine.loc[(task, factor, 'hypersched+random')], seeds)} | "
                      f"{_mean_se(ours_row, seeds)} | " + " | ".join(their_cells)
                      + f" | {best_peer} | {difference:+.4f} ± {se:.4f} | "
-                     + (f"**{shown}**" if shown in ("worse", "better") else shown) + " |")
-    unjudged = verdicts.count(NO_VERDICT)
-    lines.insert(3, f"{shown_ours} against the best peer: worse in {verdicts.count('worse')}, par in "
-                    f"{verdicts.count('par')}, better in {verdicts.count('better')} of {len(verdicts)} cells"
-                    + (f" ({NO_VERDICT} in {unjudged}: a side measured on one seed)." if unjudged else "."))
+                     + shown.shown + " |")
+    counts = tally(verdicts)
+    lines.insert(3, f"{shown_ours} against the best peer: worse in {counts[Verdict.WORSE]}, par in "
+                    f"{counts[Verdict.PAR]}, better in {counts[Verdict.BETTER]} of {len(verdicts)} cells"
+                    + (f" ({Verdict.NONE} in {counts[Verdict.NONE]}: a side measured on one seed)."
+                       if counts[Verdict.NONE] else "."))
     lines.insert(4, "")
     return "\n".join(lines) + "\n"
 
 
-def against_peer(difference: float, se: float) -> str:
+def against_peer(difference: float, se: float) -> Verdict:
     """Ours against a peer by the difference of the means: worse / better beyond 2 standard errors of it
     and beyond the half unit of CELL_DECIMALS (a finer difference is below what the peers' cells tell);
-    ``NO_VERDICT`` where a side was measured on one seed (no standard error)."""
+    ``Verdict.NONE`` where a side was measured on one seed (no standard error)."""
     if math.isnan(se):
-        return NO_VERDICT
+        return Verdict.NONE
     margin = max(2 * se, 0.5 * 10.0 ** -CELL_DECIMALS)
-    return "better" if difference > margin else "worse" if difference < -margin else "par"
+    return Verdict.BETTER if difference > margin else Verdict.WORSE if difference < -margin else Verdict.PAR
 
 
 def _mean_se(row: pd.Series, seeds: int) -> str:
