@@ -103,7 +103,7 @@ def test_the_lcbench_settings_are_the_bench_rules():
         assert task.M == pytest.approx(derived.M) and derived.step_time is None  # the trace's own time column
 
 
-@pytest.mark.parametrize("scheduler", ["random", "asha", "bohb"])
+@pytest.mark.parametrize("scheduler", ["random", "asha", "bohb", "dehb"])
 def test_a_replay_runs_recorded_configurations_only(tmp_path, scheduler, monkeypatch):
     pytest.importorskip("syne_tune")
     monkeypatch.setenv("SYNETUNE_FOLDER", str(tmp_path / "st"))
@@ -111,6 +111,7 @@ def test_a_replay_runs_recorded_configurations_only(tmp_path, scheduler, monkeyp
     task = bench.lcbench_task(_write_task(tmp_path / "lcbench", curves=24))
     rows = bench.lcbench_run(task, scheduler, seed=1)
     assert [r["factor"] for r in rows] == [2, 4, 8] and rows[0]["trials"] <= rows[1]["trials"] <= rows[2]["trials"]
+    assert rows[2]["trials"] <= len(task.configs)  # each recorded configuration at most once
     best = [r["best"] for r in rows]
     assert best == sorted(best) and best[-1] <= task.scores.max() + 1e-12
     assert set(best) <= set(task.scores.ravel())  # every score is a recorded one (a lookup off the table raises)

@@ -32,9 +32,9 @@ MOBSTER, Hyper-Tune and DyHPO need autograd (syne-tune's gpsearchers extra), so 
 on those tasks only; ``--tasks 7593 167149``: only those tasks at all. ``--raw`` keeps every run's
 row: runs already in it are not rerun, so a command cut short, or one asking for more, runs only what is
 missing; the page is written from its rows for what the command asks. One replay to 8M took on average
-0.2 s (random), 0.5 s (ASHA), 9.5 s (BOHB), 63 s (DyHPO), 131 s (Hyper-Tune), 163 s (MOBSTER) on the
-2-core development machine on lcbench-167149 and -167181, and MOBSTER 719 s on lcbench-167152, whence the
-GP-based ones on two tasks only.)
+0.2 s (random), 0.5 s (ASHA), 0.5 s (DEHB), 9.5 s (BOHB), 63 s (DyHPO), 131 s (Hyper-Tune), 163 s (MOBSTER)
+on the 2-core development machine on lcbench-167149 and -167181, and MOBSTER 719 s on lcbench-167152,
+whence MOBSTER and Hyper-Tune on three tasks only; DyHPO took 66-390 s on the others.)
 Each task is a tabular blackbox whose configuration space is LCBench's own (batch size, learning rate,
 max dropout, max units, momentum, number of layers, weight decay; the searchers see these values as
 features), fidelity epoch 1..R, elapsed time the trace's cumulative time column. Every searcher chooses
@@ -44,7 +44,12 @@ not yet started configuration in its own [0, 1] feature encoding, and its random
 configurations). Schedulers, Syne Tune's legacy baselines with their defaults otherwise: random search
 (every trial to R) and, promotion type with grace period r = 1 and eta 4 (rungs 1, 4, 16, then R),
 ASHA, BOHB, MOBSTER (GP multi-task), Hyper-Tune, and DyHPO (its rungs by the rule's eta, not its
-linear default). Once every recorded configuration has started, Syne Tune's
+linear default); and DEHB (Awad et al., 2021: differential evolution in synchronous Hyperband's brackets,
+grace period r, eta 4), Syne Tune's, so that it runs in the same simulator as the others (the PyPI
+``dehb`` package's ask-and-tell would need a simulator of its own). DEHB knows no
+``restrict_configurations``: its random draws are recorded configurations not yet started, and each
+configuration its mutation and crossover make becomes the nearest one not yet started in its own [0, 1]
+encoding (a promotion keeps its configuration). Once every recorded configuration has started, Syne Tune's
 Tuner schedules nothing more (not even a promotion): the page counts the runs where that happened by
 each deadline. One replay per (task, scheduler, seed) runs to 8M: none of these schedulers knows the
 deadline, so its results up to 2M and 4M are those of a replay stopped there; a run's score at deadline
@@ -142,7 +147,7 @@ LCBENCH_SPACE = {"batch_size": ("lograndint", 16, 512), "learning_rate": ("logun
                  "max_dropout": ("uniform", 0.0, 1.0), "max_units": ("lograndint", 64, 1024),
                  "momentum": ("uniform", 0.1, 0.99), "num_layers": ("randint", 1, 5),
                  "weight_decay": ("uniform", 1e-5, 1e-1)}
-LCBENCH_SCHEDULERS = ("random", "asha", "bohb", "mobster", "hypertune", "dyhpo")
+LCBENCH_SCHEDULERS = ("random", "asha", "bohb", "mobster", "hypertune", "dyhpo", "dehb")
 
 
 @dataclass(frozen=True)
@@ -240,6 +245,47 @@ def _recorded_kde(searcher, configs: list[dict]) -> None:
                                     if tuple(c.get(k) for k in LCBENCH_SPACE) in searcher._rows]
 
 
+def _recorded_de(scheduler, configs: list[dict]) -> None:
+    """Make DEHB choose among ``configs``, each once (it knows no restrict_configurations).
+
+    Its random draws are configurations not yet started; each mutant it makes becomes the nearest
+    configuration not yet started in its own [0, 1] encoding; a promotion keeps its configuration. Once
+    every configuration has started, a new slot is reported as failed (its bracket promotes on)."""
+    base = type(scheduler)
+    encoded = np.array([scheduler._hp_ranges.to_ndarray(c) for c in configs], dtype=float)
+    rows = {e.tobytes(): i for i, e in enumerate(encoded)}
+    free = np.ones(len(configs), dtype=bool)
+    row_of: dict[int, int] = {}  # trial_id -> its configuration's row
+
+    class RecordedDE(base):  # type: ignore[misc, valid-type]
+        def _encoded_config_from_searcher(self, trial_id):
+            left = np.flatnonzero(free)
+            return encoded[left[self.random_state.randint(len(left))]].copy() if len(left) else None
+
+        def _register_new_config_and_make_suggestion(self, trial_id, ext_slot, encoded_config):
+            row = rows.get(np.asarray(encoded_config, dtype=float).tobytes())
+            if row is None or free[row]:  # (a new configuration: the nearest not yet started)
+                left = np.flatnonzero(free)
+                if not len(left):
+                    self._report_as_failed(ext_slot)
+                    return None
+                if row is None:
+                    row = int(left[np.argmin(((encoded[left] - encoded_config) ** 2).sum(axis=1))])
+                free[row] = False
+            row_of[trial_id] = row
+            suggestion = super()._register_new_config_and_make_suggestion(trial_id, ext_slot, encoded[row].copy())
+            suggestion.config = dict(suggestion.config, **configs[row])  # (the recorded values, not decoded ones)
+            return suggestion
+
+        def _promote_trial_and_make_suggestion(self, trial_id, ext_slot):
+            suggestion = super()._promote_trial_and_make_suggestion(trial_id, ext_slot)
+            if suggestion.config is not None:
+                suggestion.config = dict(suggestion.config, **configs[row_of[trial_id]])
+            return suggestion
+
+    scheduler.__class__ = RecordedDE
+
+
 def lcbench_scheduler(name: str, task: Task, space: dict, seed: int):
     """Syne Tune's legacy scheduler ``name``, restricted to the task's recorded configurations."""
     from syne_tune.optimizer import legacy_baselines as lb
@@ -264,6 +310,10 @@ def lcbench_scheduler(name: str, task: Task, space: dict, seed: int):
         return lb.HyperTune(space, type="promotion", search_options=model, **hyperband)
     if name == "dyhpo":
         return lb.DyHPO(space, search_options=model, **hyperband)
+    if name == "dehb":  # (synchronous Hyperband's brackets; grace period r, eta)
+        scheduler = lb.DEHB(space, **hyperband)
+        _recorded_de(scheduler, task.configs)
+        return scheduler
     raise ValueError(f"unknown scheduler {name!r}; one of {', '.join(LCBENCH_SCHEDULERS)}")
 
 
@@ -335,9 +385,10 @@ def render_lcbench(frame: pd.DataFrame, command: str, ceilings: dict[str, float]
              "8 workers, no startup, no scaling, elapsed time per epoch from the trace's cumulative time column, "
              "deadlines 2M, 4M and 8M (M: the median time to a curve's last step on one worker). The searchers see "
              "each configuration's 7 real hyperparameters in LCBench's space and choose among the task's recorded "
-             "configurations, each at most once (`restrict_configurations`; BOHB through the nearest not yet "
-             "started recorded configuration, see the tool's docstring). Legacy schedulers, promotion type, "
-             "metric mode max. A cell: the mean over seeds of the best score Syne Tune's results hold by the "
+             "configurations, each at most once (`restrict_configurations`; BOHB and DEHB through the nearest not "
+             "yet started recorded configuration, see the tool's docstring). Legacy schedulers, promotion type "
+             "(DEHB: synchronous Hyperband's brackets, as it is built), metric mode max. A cell: the mean over "
+             "seeds of the best score Syne Tune's results hold by the "
              "deadline (simulated time ≤ T) ± its standard error.", "",
              "| scheduler | seeds | tasks | runs | seconds per run (mean, max) |", "|---|---|---|---|---|"]
     for name in names:
@@ -351,13 +402,13 @@ def render_lcbench(frame: pd.DataFrame, command: str, ceilings: dict[str, float]
                      f"{mine['seconds'].mean():.1f}, {mine['seconds'].max():.1f} |")
     lines += ["", "Seconds: the wall time of one replay to 8M (all three deadlines) on the 2-core development "
               "machine shared with other work. A scheduler whose tasks are named ran on those "
-              "only (`NAME=N@TASK,...` in the command): the GP-based searchers refit on the results as they come, "
-              "so a replay costs them minutes, more the more trials it starts (MOBSTER took 719 s on "
-              "lcbench-167152, where it started 336 trials by 8M); the tasks named are 167149 and 167181, where "
-              "ASHA started the fewest trials by 8M, and 189862, where HyperSched with its best sampler is furthest "
-              "behind a peer (lcbench-167185, also behind one, had not finished one MOBSTER or Hyper-Tune replay "
-              "in 10 minutes). Each replay seeds Syne Tune's scheduler and the global random generators "
-              "with its seed, so it replays the same whatever ran before it.", ""]
+              "only (`NAME=N@TASK,...` in the command): MOBSTER and Hyper-Tune refit a Gaussian process on the "
+              "results as they come, so a replay costs them minutes, more the more trials it starts (MOBSTER took "
+              "719 s on lcbench-167152, where it started 336 trials by 8M, and neither finished one replay of "
+              "lcbench-167185 in 10 minutes); they ran on 167149 and 167181, where ASHA started the fewest trials "
+              "by 8M, and on 189862, where HyperSched with its best sampler is furthest behind a peer. DyHPO, "
+              "about a minute to six a replay, ran on every task. Each replay seeds Syne Tune's scheduler and the "
+              "global random generators with its seed, so it replays the same whatever ran before it.", ""]
     header = "| task | best recorded | M (s) | × M | T (s) | " + " | ".join(names) + " |"
     lines += [header, "|" + "---|" * (5 + len(names))]
     for (task, factor), group in frame.groupby(["task", "factor"], sort=True):
