@@ -1,5 +1,6 @@
-"""The kde sampler (BOHB's model): what it picks on hand-built evidence, that it learns in a run, that a
-journal rebuilds it, and that it chooses among a replayed benchmark's recorded configurations."""
+"""The numpy model samplers, kde (BOHB's model) and gpei (a Gaussian process with expected improvement):
+what they pick on hand-built evidence, that they learn in a run, that a journal rebuilds them, and that
+they choose among a replayed benchmark's recorded configurations."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from hpcsched.core.errors import SpecError
 from hpcsched.rundir.journal import read_journal
 from hpcsched.core.records import Reported, TrialCreated
+from hpcsched.samplers.gp_ei import GpEiSampler
 from hpcsched.samplers.kde import KdeSampler
 from hpcsched.loop.simulate import simulate_run
 from hpcsched.core.space import parse_space
@@ -21,9 +23,12 @@ from tests.test_samplers import assert_proposals_rebuilt
 SPACE = {"lr": {"loguniform": [1e-4, 1.0]}, "opt": {"choice": ["sgd", "adam"]}}
 
 
-def _sampler(random_fraction: float = 0.0, mode: str = "max") -> KdeSampler:
-    return KdeSampler(parse_space(SPACE, "space", []), seed=1, mode=mode, startup_trials=4,
-                      random_fraction=random_fraction)
+MODELS = {"kde": KdeSampler, "gpei": GpEiSampler}
+
+
+def _sampler(random_fraction: float = 0.0, mode: str = "max", name: str = "kde") -> KdeSampler:
+    return MODELS[name](parse_space(SPACE, "space", []), seed=1, mode=mode, startup_trials=4,
+                        random_fraction=random_fraction)
 
 
 def _feed(sampler: KdeSampler, trials: list[tuple[float, str, float]]) -> None:
@@ -38,8 +43,9 @@ EVIDENCE = [(10 ** -(3.5 - 0.1 * i), "adam", 0.9 - 0.01 * i) for i in range(6)] 
            [(10 ** -(0.1 * i), "sgd", 0.3 + 0.01 * i) for i in range(10)]
 
 
-def test_it_chooses_the_candidate_where_the_good_trials_are():
-    sampler = _sampler()
+@pytest.mark.parametrize("name", MODELS)
+def test_it_chooses_the_candidate_where_the_good_trials_are(name):
+    sampler = _sampler(name=name)
     _feed(sampler, EVIDENCE)
     candidates = [{"lr": 0.5, "opt": "sgd"}, {"lr": 3e-4, "opt": "sgd"}, {"lr": 3e-4, "opt": "adam"},
                   {"lr": 0.5, "opt": "adam"}]
@@ -49,8 +55,9 @@ def test_it_chooses_the_candidate_where_the_good_trials_are():
     assert sum(p["opt"] == "adam" for p in proposals) >= 15
 
 
-def test_minimised_scores_turn_the_preference_around():
-    sampler = _sampler(mode="min")
+@pytest.mark.parametrize("name", MODELS)
+def test_minimised_scores_turn_the_preference_around(name):
+    sampler = _sampler(mode="min", name=name)
     _feed(sampler, EVIDENCE)
     assert sampler.choose(20, [{"lr": 3e-4, "opt": "adam"}, {"lr": 0.5, "opt": "sgd"}]) == 1
 
@@ -96,7 +103,8 @@ def _synthetic_spec(sampler, deadline: float = 30):
         "sampler": sampler, "workload": {"kind": "synthetic", "step_time": 0.1}}).spec
 
 
-def test_it_learns_in_a_run_and_a_journal_rebuilds_what_it_proposed(tmp_path):
+@pytest.mark.parametrize("name", MODELS)
+def test_it_learns_in_a_run_and_a_journal_rebuilds_what_it_proposed(tmp_path, name):
     """On curves whose slope b0 sets, its later proposals move to larger b0 than random draws; a sampler fed
     the journal up to any trial's creation proposes exactly that trial's configuration."""
     def late_log_b0(sampler, seed, log=None):
@@ -105,18 +113,19 @@ def test_it_learns_in_a_run_and_a_journal_rebuilds_what_it_proposed(tmp_path):
         configs = [t.config for t in sorted(state.trials.values(), key=lambda t: t.index)]
         return [math.log10(c["b0"]) for c in configs[15:]]
 
-    kde = sum((late_log_b0({"name": "kde", "startup_trials": 10}, seed) for seed in range(3)), [])
+    kde = sum((late_log_b0({"name": name, "startup_trials": 10}, seed) for seed in range(3)), [])
     random = sum((late_log_b0("random", seed) for seed in range(3)), [])
     assert np.median(kde) > np.median(random) + 0.5
     log = tmp_path / "events.jsonl"
-    late_log_b0({"name": "kde", "startup_trials": 10}, 7, log)
+    late_log_b0({"name": name, "startup_trials": 10}, 7, log)
     records = read_journal(log)
-    spec = _synthetic_spec({"name": "kde", "startup_trials": 10})
+    spec = _synthetic_spec({"name": name, "startup_trials": 10})
     created = [i for i, r in enumerate(records) if isinstance(r, TrialCreated)]
     assert assert_proposals_rebuilt(spec, records, 7, created[12::5]) >= 3
 
 
-def test_in_a_replayed_benchmark_it_chooses_among_the_unused_recorded_configurations(tmp_path):
+@pytest.mark.parametrize("name", MODELS)
+def test_in_a_replayed_benchmark_it_chooses_among_the_unused_recorded_configurations(tmp_path, name):
     """40 recorded configurations whose level falls with the learning rate (the optimizer does not
     matter): every trial replays one of them exactly (no nearest-point mapping), none twice, and over
     four seeds kde's picks once its model is fitted have lower rates than random sampling's."""
@@ -143,7 +152,7 @@ def test_in_a_replayed_benchmark_it_chooses_among_the_unused_recorded_configurat
         assert all({k: v for k, v in c.items() if k != "curve"} == table[c["curve"]] for c in configs)
         return [math.log10(c["lr"]) for c in configs[4:10]]
 
-    kde = sum((picked({"name": "kde", "startup_trials": 4}, seed) for seed in range(4)), [])
+    kde = sum((picked({"name": name, "startup_trials": 4}, seed) for seed in range(4)), [])
     random = sum((picked("random", seed) for seed in range(4)), [])
     assert np.median(kde) < np.median(random) - 0.5
 
@@ -162,9 +171,10 @@ def test_kde_takes_the_model_settings():
     assert _synthetic_spec({"name": "kde", "startup_trials": 3, "random_fraction": 0.2}).sampler.random_fraction == 0.2
 
 
-def test_kde_refuses_grid_parameters():
-    with pytest.raises(SpecError, match="a grid parameter cannot be proposed by sampler 'kde'"):
+@pytest.mark.parametrize("name", MODELS)
+def test_kde_refuses_grid_parameters(name):
+    with pytest.raises(SpecError, match=f"a grid parameter cannot be proposed by sampler '{name}'"):
         parse_experiment({"name": "x", "scheduler": {"kind": "asha", "r": 1, "R": 6}, "deadline": 10,
-                          "space": {"opt": {"grid": ["a", "b"]}}, "sampler": "kde",
+                          "space": {"opt": {"grid": ["a", "b"]}}, "sampler": name,
                           "workload": {"kind": "synthetic"}})
 

@@ -153,7 +153,7 @@ def test_qmc_covers_each_bin_once_and_is_a_function_of_the_index():
 
 
 @pytest.mark.parametrize("sampler,space,expected", [
-    ("bayes", CURVE_SPACE, "sampler.name: expected one of random, qmc, kde, tpe, gp, cmaes, nsgaii, nsgaiii or "
+    ("bayes", CURVE_SPACE, "sampler.name: expected one of random, qmc, kde, gpei, tpe, gp, cmaes, nsgaii, nsgaiii or "
                            "optuna.<a class of optuna.samplers>, got 'bayes'"),
     ({"name": "random", "startup_trials": 3}, CURVE_SPACE, "sampler.startup_trials: only for the model-based samplers"),
     ({"name": "optuna.NoSuchSampler"}, CURVE_SPACE, "sampler.name: 'optuna.NoSuchSampler' is not a sampler of "

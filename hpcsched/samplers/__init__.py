@@ -14,6 +14,8 @@ deciding fidelity, pauses and atoms; a sampler only proposes configurations.
 - ``qmc``: a scrambled Sobol sequence (scipy), a space-filling alternative to random draws.
 - ``kde``: BOHB's model written for hpcsched (numpy only, :mod:`hpcsched.samplers.kde`); it can also
   ``choose`` among a fixed pool of configurations, as a replayed benchmark offers.
+- ``gpei``: a Gaussian process with expected improvement on kde's evidence (numpy only,
+  :mod:`hpcsched.samplers.gp_ei`); it can ``choose`` too.
 
 A sampler may have ``choose(index, candidates) -> position``: where the run draws from a fixed pool
 (a trace replayed with its configurations table) it is asked to pick among the unused ones instead of
@@ -34,7 +36,8 @@ from hpcsched.core.space import Sampler, Space
 OPTUNA_NAMES = {"tpe": "TPESampler", "gp": "GPSampler", "cmaes": "CmaEsSampler", "nsgaii": "NSGAIISampler",
                 "nsgaiii": "NSGAIIISampler"}  # short names of Optuna's samplers
 OPTUNA_PREFIX = "optuna."  # optuna.<Class>: any other class of optuna.samplers
-SAMPLER_NAMES = ("random", "qmc", "kde", *OPTUNA_NAMES)
+NUMPY_MODELS = ("kde", "gpei")  # model-based samplers written for hpcsched on numpy
+SAMPLER_NAMES = ("random", "qmc", *NUMPY_MODELS, *OPTUNA_NAMES)
 NEEDS = {"tpe": ("optuna",), "gp": ("optuna", "torch", "scipy"), "qmc": ("scipy",), "cmaes": ("optuna", "cmaes"),
          "nsgaii": ("optuna",), "nsgaiii": ("optuna",)}
 EXTRA_FOR = {"optuna": "hpcsched[samplers]", "scipy": "hpcsched[samplers]", "cmaes": "hpcsched[samplers]",
@@ -47,8 +50,8 @@ def is_optuna(name: str) -> bool:
 
 
 def is_model(name: str) -> bool:
-    """Whether sampler ``name`` learns from the scores (Optuna's or kde; a space without grid parameters)."""
-    return name == "kde" or is_optuna(name)
+    """Whether sampler ``name`` learns from the scores (Optuna's, kde or gpei; a space without grid parameters)."""
+    return name in NUMPY_MODELS or is_optuna(name)
 
 
 def optuna_class_name(name: str) -> str:
@@ -131,5 +134,8 @@ def make_sampler(spec: SamplerSpec, space: Space | None, seed: int, mode: str, m
     if spec.name == "kde":
         from hpcsched.samplers.kde import KdeSampler
         return KdeSampler(space, seed, mode, spec.startup_trials, spec.random_fraction, lowest_step=lowest)
+    if spec.name == "gpei":
+        from hpcsched.samplers.gp_ei import GpEiSampler
+        return GpEiSampler(space, seed, mode, spec.startup_trials, spec.random_fraction, lowest_step=lowest)
     return OptunaSampler(space, seed, mode, spec.name, spec.startup_trials, spec.random_fraction, spec.objectives,
                          lowest_step=lowest)

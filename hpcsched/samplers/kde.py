@@ -71,11 +71,12 @@ class KdeSampler:
     """See the module docstring."""
 
     capacity = None
+    name = "kde"  # (the spec's name, in messages)
 
     def __init__(self, space: Space, seed: int, mode: str, startup_trials: int = 10, random_fraction: float = 1 / 3,
                  good_fraction: float = 0.15, lowest_step: float = 0.0):
         if space.grid_params:
-            raise ValueError(f"sampler kde: grid parameters ({', '.join(p.name for p in space.grid_params)}) "
+            raise ValueError(f"sampler {self.name}: grid parameters ({', '.join(p.name for p in space.grid_params)}) "
                              f"cannot be proposed by a model; use choice")
         self.space = space
         self.seed = seed
