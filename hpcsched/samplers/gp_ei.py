@@ -21,7 +21,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hpcsched.samplers.evidence import fit_step, score_at
 from hpcsched.samplers.kde import KdeSampler, _from_unit
 
 LENGTHSCALES = (0.1, 0.2, 0.35, 0.6, 1.0)  # of the unit scale, the grid the marginal likelihood chooses from
@@ -98,13 +97,9 @@ class GpEiSampler(KdeSampler):
     def _data(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray] | None:
         """The fitted trials on the [0, 1] scale and their normal scores, or None (at random this time, or
         too few trials yet)."""
-        if rng.random() < self.random_fraction:
+        scored = self._fitted(rng)
+        if scored is None:
             return None
-        step = fit_step(self._scores, self.min_trials, self.lowest_step)
-        if step is None:
-            return None
-        scored = [(score, trial) for trial in self._scores
-                  if (score := score_at(self._scores[trial], step)) is not None]
         signed = np.array([self.mode.sign * score for score, _ in scored])
         ranks = signed.argsort(kind="stable").argsort(kind="stable")
         normal = NormalDist()

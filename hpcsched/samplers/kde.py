@@ -121,15 +121,21 @@ class KdeSampler:
 
     # ------------------------------------------------------------ internals
 
-    def _model(self, rng: np.random.Generator) -> tuple[Density, Density] | None:
-        """The good and bad densities, or None (at random this time, or too few trials yet)."""
+    def _fitted(self, rng: np.random.Generator) -> list[tuple[float, str]] | None:
+        """(score, trial) of every trial at the step a model is fitted on, or None (at random this time, or
+        too few trials yet)."""
         if rng.random() < self.random_fraction:
             return None
         step = fit_step(self._scores, self.min_trials, self.lowest_step)
         if step is None:
             return None
-        scored = [(score, trial) for trial in self._scores
-                  if (score := score_at(self._scores[trial], step)) is not None]
+        return [(score, trial) for trial in self._scores if (score := score_at(self._scores[trial], step)) is not None]
+
+    def _model(self, rng: np.random.Generator) -> tuple[Density, Density] | None:
+        """The good and bad densities, or None (at random this time, or too few trials yet)."""
+        scored = self._fitted(rng)
+        if scored is None:
+            return None
         scored.sort(key=lambda pair: -self.mode.sign * pair[0])  # best first
         floor = len(self._params) + 1
         n_good = min(len(scored), max(floor, math.ceil(self.good_fraction * len(scored))))
