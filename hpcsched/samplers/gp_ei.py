@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from hpcsched.samplers.kde import KdeSampler, _from_unit
+from hpcsched.samplers.kde import KdeSampler
 
 LENGTHSCALES = (0.1, 0.2, 0.35, 0.6, 1.0)  # of the unit scale, the grid the marginal likelihood chooses from
 NOISES = (0.01, 0.1, 0.3)  # noise variances, relative to the normal scores' unit variance
@@ -68,7 +68,7 @@ class GpEiSampler(KdeSampler):
 
     def config(self, index: int) -> dict[str, Any]:
         """Trial ``index``'s configuration: the best of random and local candidates by expected improvement."""
-        rng = np.random.default_rng([self.seed, 9, index])
+        rng = self._proposal_rng(index)
         data = self._data(rng)
         if data is None:
             return self._random.config(index)
@@ -81,12 +81,12 @@ class GpEiSampler(KdeSampler):
         best = candidates[int(np.argmax(expected_improvement(x, y, candidates)))]
         scale = np.maximum(self._choices - 1, 1)
         unit = np.where(self._choices > 0, np.rint(best * scale), best)  # (back to a choice's position)
-        return self.space.config_with({}, lambda param: _from_unit(param, unit[self._params.index(param)]))
+        return self._config_at(unit)
 
     def choose(self, index: int, candidates: Sequence[Mapping[str, Any]]) -> int:
         """Trial ``index``'s pick among ``candidates`` (a pool's unused configurations): the one of highest
         expected improvement (at random without a model)."""
-        rng = np.random.default_rng([self.seed, 9, index])
+        rng = self._proposal_rng(index)
         data = self._data(rng)
         if data is None:
             return int(rng.integers(len(candidates)))

@@ -93,19 +93,19 @@ class KdeSampler:
 
     def config(self, index: int) -> dict[str, Any]:
         """Trial ``index``'s configuration: the best of candidates drawn from the good density."""
-        rng = np.random.default_rng([self.seed, 9, index])
+        rng = self._proposal_rng(index)
         model = self._model(rng)
         if model is None:
             return self._random.config(index)
         good, _ = model
         units = np.array([self._draw(good, rng) for _ in range(CANDIDATES)])
         best = units[int(np.argmax(self._ratio(model, units)))]
-        return self.space.config_with({}, lambda param: _from_unit(param, best[self._params.index(param)]))
+        return self._config_at(best)
 
     def choose(self, index: int, candidates: Sequence[Mapping[str, Any]]) -> int:
         """Trial ``index``'s pick among ``candidates`` (a pool's unused configurations): the position of
         the one with the highest ratio of good to bad density (at random without a model)."""
-        rng = np.random.default_rng([self.seed, 9, index])
+        rng = self._proposal_rng(index)
         model = self._model(rng)
         if model is None:
             return int(rng.integers(len(candidates)))
@@ -120,6 +120,15 @@ class KdeSampler:
             self._scores[record.trial].setdefault(record.step, record.score)
 
     # ------------------------------------------------------------ internals
+
+    def _proposal_rng(self, index: int) -> np.random.Generator:
+        """The generator of trial ``index``'s proposal: a function of the seed and the index alone, so that a
+        resumed run proposes what the uninterrupted one would have."""
+        return np.random.default_rng([self.seed, 9, index])
+
+    def _config_at(self, unit: np.ndarray) -> dict[str, Any]:
+        """The configuration at ``unit`` (a coordinate per parameter: a range's unit scale, a choice's position)."""
+        return self.space.config_with({}, lambda param: _from_unit(param, unit[self._params.index(param)]))
 
     def _fitted(self, rng: np.random.Generator) -> list[tuple[float, str]] | None:
         """(score, trial) of every trial at the step a model is fitted on, or None (at random this time, or
