@@ -25,8 +25,8 @@ MOBSTER, Hyper-Tune and DyHPO need autograd (syne-tune's gpsearchers extra), so 
 
     /tmp/st/bin/pip install 'syne-tune[blackbox-repository,kde,gpsearchers]==0.14.2' 'pandas==2.2.3'
     nice -n 10 /tmp/st/bin/python tools/bench_peers.py --lcbench --seeds 20 --raw /tmp/peers-lcbench.csv \
-        --schedulers random asha bohb=10 mobster=3@167149,167181,189862 hypertune=3@167149,167181,189862 \
-        dyhpo=3@167149,167181,189862
+        --schedulers random asha bohb=10 dehb mobster=5@167149,167181,189862 hypertune=5@167149,167181,189862 \
+        dyhpo=5
 
 (the page's command: ``NAME=N``: seeds 0..N-1 for that scheduler, else ``--seeds``; ``NAME=N@TASK,TASK``:
 on those tasks only; ``--tasks 7593 167149``: only those tasks at all. ``--raw`` keeps every run's
@@ -34,7 +34,7 @@ row: runs already in it are not rerun, so a command cut short, or one asking for
 missing; the page is written from its rows for what the command asks. One replay to 8M took on average
 0.2 s (random), 0.5 s (ASHA), 0.5 s (DEHB), 9.5 s (BOHB), 63 s (DyHPO), 131 s (Hyper-Tune), 163 s (MOBSTER)
 on the 2-core development machine on lcbench-167149 and -167181, and MOBSTER 719 s on lcbench-167152,
-whence MOBSTER and Hyper-Tune on three tasks only; DyHPO took 66-390 s on the others.)
+whence MOBSTER and Hyper-Tune on three tasks only; DyHPO took 53-609 s on the others.)
 Each task is a tabular blackbox whose configuration space is LCBench's own (batch size, learning rate,
 max dropout, max units, momentum, number of layers, weight decay; the searchers see these values as
 features), fidelity epoch 1..R, elapsed time the trace's cumulative time column. Every searcher chooses
@@ -407,7 +407,7 @@ def render_lcbench(frame: pd.DataFrame, command: str, ceilings: dict[str, float]
               "719 s on lcbench-167152, where it started 336 trials by 8M, and neither finished one replay of "
               "lcbench-167185 in 10 minutes); they ran on 167149 and 167181, where ASHA started the fewest trials "
               "by 8M, and on 189862, where HyperSched with its best sampler is furthest behind a peer. DyHPO, "
-              "about a minute to six a replay, ran on every task. Each replay seeds Syne Tune's scheduler and the "
+              "about a minute to ten a replay, ran on every task. Each replay seeds Syne Tune's scheduler and the "
               "global random generators with its seed, so it replays the same whatever ran before it.", ""]
     header = "| task | best recorded | M (s) | × M | T (s) | " + " | ".join(names) + " |"
     lines += [header, "|" + "---|" * (5 + len(names))]
