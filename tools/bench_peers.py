@@ -406,8 +406,9 @@ def render_lcbench(frame: pd.DataFrame, command: str, ceilings: dict[str, float]
               "results as they come, so a replay costs them minutes, more the more trials it starts (MOBSTER took "
               "719 s on lcbench-167152, where it started 336 trials by 8M, and neither finished one replay of "
               "lcbench-167185 in 10 minutes); they ran on 167149 and 167181, where ASHA started the fewest trials "
-              "by 8M, and on 189862, where HyperSched with its best sampler is furthest behind a peer. DyHPO, "
-              "about a minute to ten a replay, ran on every task. Each replay seeds Syne Tune's scheduler and the "
+              "by 8M, and on 189862, where HyperSched with its best sampler was furthest behind a peer when they "
+              "were chosen. DyHPO, about a minute to ten a replay, ran on every task. Each replay seeds Syne Tune's "
+              "scheduler and the "
               "global random generators with its seed, so it replays the same whatever ran before it.", ""]
     header = "| task | best recorded | M (s) | × M | T (s) | " + " | ".join(names) + " |"
     lines += [header, "|" + "---|" * (5 + len(names))]
