@@ -408,8 +408,8 @@ def render_lcbench(frame: pd.DataFrame, command: str, ceilings: dict[str, float]
               "lcbench-167185 in 10 minutes); they ran on 167149 and 167181, where ASHA started the fewest trials "
               "by 8M, and on 189862, where HyperSched with its best sampler was furthest behind a peer when they "
               "were chosen. DyHPO, about a minute to ten a replay, ran on every task. Each replay seeds Syne Tune's "
-              "scheduler and the "
-              "global random generators with its seed, so it replays the same whatever ran before it.", ""]
+              "scheduler and the global random generators with its seed, so it replays the same whatever ran "
+              "before it.", ""]
     header = "| task | best recorded | M (s) | × M | T (s) | " + " | ".join(names) + " |"
     lines += [header, "|" + "---|" * (5 + len(names))]
     for (task, factor), group in frame.groupby(["task", "factor"], sort=True):
