@@ -101,7 +101,7 @@ def test_deadline_stops_trials_and_best_is_what_was_reported_by_then():
 
 def test_atoms_never_oversubscribed_and_replay_rebuilds_state():
     raw = {"scheduler": {"kind": "hypersched", "r": 5, "R": 200, "eta": 4, "allocation": "uniform",
-                         "resize_cooldown": 1},
+                         "resize_cooldown": 1, "runner_ups": False},  # (a run that both pauses and resizes)
            "resources": {"atoms": 6}, "deadline": 40, "workload": {"kind": "synthetic", "startup": 0.3}}
     spec = parse_experiment(raw).spec
     clock = VirtualClock()

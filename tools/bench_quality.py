@@ -53,6 +53,7 @@ KEY = ["family", "trace", "system", "factor"]
 CONFIGURATIONS: dict[str, dict] = {
     "fixed-rungs": {"rung_trust": "fixed"},  # successive halving's 1/eta at every rung
     "score-rungs": {"rung_value": "score"},  # rungs rank by the score, not by the curve's forecast
+    "no-runner-ups": {"runner_ups": False},  # the first rung's cut unchecked by runner-ups
     "no-resize": {"allocation": "none"},  # nothing grows (and so the deadline entrance never closes)
     "no-entrance": {"entrance": "none"},  # explores to the deadline
     "paper": {"speculative": True, "entrance": "adaptive", "rung_trust": "fixed", "rung_value": "score"},

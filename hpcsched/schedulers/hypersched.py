@@ -1,12 +1,11 @@
 """HyperSched (Liaw et al., SoCC 2019) as a pure policy that follows each run's own evidence.
 
-ASHA's rungs and promotions, ranked by what each trial's curve foretells (schedulers/forecast.py),
-with kept fractions that follow the run (schedulers/kept.py); a rung pauses a trial only for something
-better; no atom idles; the entrance (schedulers/entrance.py) closes when exploring can no longer win
-and a leader's growth takes it further; after the close paused trials standing above live ones swap
-in and the leaders grow, the lowest-standing yielding their atoms. docs/ARCHITECTURE.md, "Deadline-aware
-search", states each rule and what it earns. A trial *stands* higher than another when it reached a
-higher rung, or the same rung with a better value there. Scores are normalised: higher is better.
+ASHA's rungs and promotions, ranked by what each trial's curve foretells (schedulers/forecast.py), with kept fractions
+that follow the run (kept.py, runner_ups.py); a rung pauses a trial only for something better; no atom idles; the
+entrance (entrance.py) closes when exploring can no longer win and a leader's growth takes it further; after the close
+paused trials standing above live ones swap in and the leaders grow, the lowest-standing yielding their atoms.
+docs/ARCHITECTURE.md, "Deadline-aware search", states each rule and what it earns. A trial *stands* higher than another
+when it reached a higher rung, or the same rung with a better value there. Scores are normalised: higher is better.
 """
 
 from __future__ import annotations
@@ -43,16 +42,16 @@ class HyperSched:
         self.kept = KeptFractions(self.levels, spec.eta, self._rung)
         quantile = self.kept.quantile if spec.rung_trust == "learned" else None
         kind = SpeculativeBracket if spec.speculative else TopFractionBracket
-        self.bracket: SpeculativeBracket | TopFractionBracket = kind(spec.r, spec.R, spec.eta, quantile,
-                                                                     tally=self.kept.tally)
+        self.bracket = kind(spec.r, spec.R, spec.eta, quantile, tally=self.kept.tally)
+        self.pace = Pace(spec.startup_quantile, spec.scaling)
+        if quantile is not None and spec.runner_ups and isinstance(self.bracket, TopFractionBracket):
+            self.bracket.runner_ups = self.kept.check_cuts(self.pace, spec.R)
         self.forecast = Forecast(self.marks, spec.R, self._rescore)
         self._forecasting = spec.rung_value == "forecast"
-        if self._forecasting:
-            self.bracket.value = self.forecast.rung_value
+        self.bracket.value = self.forecast.rung_value if self._forecasting else None
         self.by_step = BestByStep()
         self.entrance = Entrance(spec.entrance, spec.R, spec.eta, self.by_step)
         self.live = LiveTrials()  # ranked by standing
-        self.pace = Pace(spec.startup_quantile, spec.scaling)
         self.closed = False
         self._verdicts: dict[str, PauseTrial | StopTrial] = {}  # on a live trial's own report
         self._pause_rung: dict[str, Rung] = {}
@@ -250,6 +249,7 @@ class HyperSched:
 
     def decide(self, situation: Situation) -> list[Decision]:
         out: list[Decision] = []
+        self.pace.atom_time = situation.total_atoms * (situation.deadline - situation.started_at)  # (runner_ups.py)
         if not self.closed:
             reason = self.entrance.close_reason(self._moment(situation), lambda: self._leaders_grow(situation))
             if reason is not None:

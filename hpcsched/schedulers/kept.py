@@ -39,13 +39,16 @@ from typing import Protocol
 
 import numpy as np
 
+from hpcsched.schedulers.pace import Pace
 from hpcsched.schedulers.rungs import Rung, Tally
+from hpcsched.schedulers.runner_ups import RunnerUps
 
 MIN_ROWS = 8  # trials a rung's regression needs beyond its coefficients
 MOST_ROWS = 4096  # the latest trials a regression reads (an estimate, not a census: O(1) in the run's size)
 REFRESH = 1.05  # re-estimate once the run has this many times the observations of the last estimate
 SETTLED_ROWS = 40  # rows at the furthest variable from which its estimate is read as it is
 SE_BOUND = 2.0  # standard errors of Fisher's z added to rho while fewer rows are in
+CHECK_LEVEL = 2  # runner-ups go on unjudged to the rung this many above the lowest (at most half-way to R)
 NORMAL = NormalDist()
 
 
@@ -105,24 +108,38 @@ class KeptFractions:
         self._estimated_at = 0  # observations at the last estimate
         self._kept: dict[int, tuple[float, int, float]] = {}  # level -> (rho, trials, kept fraction)
         self._column_list: list[Rung] = []
+        self.runner_ups: RunnerUps | None = None  # the lowest rung's runner-ups (runner_ups.py)
+
+    def check_cuts(self, pace: Pace, R: int) -> RunnerUps:
+        """From now on the lowest rung's cut is checked by eta runner-ups (runner_ups.py), sent on to the
+        rung two above it, or the highest below that at most half-way to R; the rungs below it keep down to
+        where one of them stood while it leads there."""
+        check = max((level for level in range(min(CHECK_LEVEL + 1, self._levels))
+                     if 2 * self._rung(level).milestone <= R), default=0)
+        self.runner_ups = RunnerUps(math.ceil(self._eta), check, self._rung(check).milestone if self._levels else 0,
+                                    pace, self.keep)
+        return self.runner_ups
 
     def finished(self, trial_id: str, score: float) -> None:
         """``trial_id`` ended with ``score`` (trained to R, or its curve ended there)."""
         self.finals.record(trial_id, score)
 
     def keep(self, level: int) -> float:
-        """The fraction of rung ``level``'s recorded scores that go on."""
+        """The fraction of rung ``level``'s recorded scores that go on: by its correlation with the end,
+        and at least down to where a runner-up that leads the check rung stood there."""
         base = 1.0 / self._eta
         if level >= self._levels - 1:
             return base
+        ups = self.runner_ups
+        floor = 0.0 if ups is None else ups.floor(self._rung(level), self._rung(ups.check))
         rho = self._correlations()
         if level >= len(rho):
-            return base  # (no later variable estimated yet)
+            return max(base, floor)  # (no later variable estimated yet)
         trials = max(len(self._rung(0)), math.ceil(self._eta) + 1)
         known = self._kept.get(level)
         if known is None or known[:2] != (rho[level], trials):  # (asked at every report that meets a rung)
             known = self._kept[level] = (rho[level], trials, kept_fraction(rho[level], trials, self._eta))
-        return known[2]
+        return max(known[2], floor)
 
     def quantile(self, level: int) -> float:
         """The cutoff quantile of rung ``level``: 1 - its kept fraction (the rungs' own convention)."""

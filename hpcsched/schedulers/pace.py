@@ -3,7 +3,8 @@
 Step times are kept as on one atom (a trial on ``a`` atoms steps ``rate(a) / rate(1)`` times
 faster under the scheduler's scaling belief): per trial, the median of its last few (configurations
 differ in cost: width, batch size), and over the run, the median of every step timed on one atom
-(for a trial that has not stepped yet). Startups and stops are read at a configured quantile.
+(for a trial that has not stepped yet) and its lower quartile (a trial that steps quickly). Startups
+and stops are read at a configured quantile.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from hpcsched.core.scaling import Scaling
 from hpcsched.schedulers.sorted_scores import RunningQuantile
 
 OWN_STEP_TIMES = 8  # a trial's step time: the median of its last this many measurements
+QUICK = 0.25  # the quantile of the run's step times below which a trial steps quickly
 
 
 class Pace:
@@ -24,6 +26,9 @@ class Pace:
         self._startups = RunningQuantile(quantile)  # O(log n) per launch, not O(n)
         self._stops = RunningQuantile(quantile)  # from the request (or a report after it) to the exit
         self._run_step_times = RunningQuantile(0.5)  # steps timed on one atom; grows with every report
+        self._quick_steps = RunningQuantile(QUICK)  # the same steps' lower quartile, while asked for:
+        self.quick_wanted = False  # (a runner-up is still to be chosen: runner_ups.py)
+        self.atom_time = math.inf  # the run's atoms times its length, in seconds (set by the policy)
         self._own: dict[str, list[float]] = {}
         self._own_median: dict[str, float] = {}  # (of _own: asked at most decisions, changed at reports)
         self._furthest: dict[str, int] = {}  # the furthest step each trial reported
@@ -49,6 +54,8 @@ class Pace:
             return
         if atoms == 1:
             self._run_step_times.add(step_time)
+            if self.quick_wanted:
+                self._quick_steps.add(step_time)
         recent = self._own.setdefault(trial_id, [])
         recent.append(step_time if atoms == 1 else step_time * self._scaling.rate(atoms) / self._scaling.rate(1))
         if len(recent) > OWN_STEP_TIMES:
@@ -87,6 +94,12 @@ class Pace:
     def run_step_time(self) -> float | None:
         """The run's median step time on one atom; None before any step was timed on one atom."""
         return self._run_step_times.value()
+
+    def steps_quickly(self, trial_id: str) -> bool:
+        """Whether ``trial_id`` steps (as on one atom) no slower than the lower quartile of the run's steps
+        timed on one atom while ``quick_wanted`` (True where either is not measured yet)."""
+        own, quick = self.own_step_time(trial_id), self._quick_steps.value()
+        return own is None or quick is None or own <= quick
 
     def own_step_time(self, trial_id: str) -> float | None:
         """``trial_id``'s step time as on one atom: the median of its last measurements (None before any)."""

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from hpcsched.schedulers.runner_ups import RunnerUps
 
 
 def milestones(r: int, R: int, eta: float) -> tuple[int, ...]:
@@ -248,6 +251,7 @@ class TopFractionBracket(Bracket):
                  tally: Tally | None = None):
         super().__init__(r, R, eta, tally)
         self.quantile = quantile
+        self.runner_ups: RunnerUps | None = None  # the lowest rung's runner-ups, sent on unjudged (runner_ups.py)
         self._recorded_below: dict[str, float] = {}  # trial -> the next milestone above a report that had
         # every rung it passed recorded (until it reports there, evaluating records nothing)
 
@@ -255,7 +259,9 @@ class TopFractionBracket(Bracket):
         return None if self.quantile is None else 1.0 - self.quantile(rung.level)
 
     def _continues(self, rung: Rung, score: float) -> bool:
-        return rung.in_top_fraction(score, self._keep(rung))
+        if self.runner_ups is None or not rung.level:
+            return rung.in_top_fraction(score, self._keep(rung))
+        return self.runner_ups.in_share(rung, score, self._keep(rung))
 
     def evaluate(self, trial_id: str, step: int, score: float) -> Rung | None:
         """Record the report at the highest rung the trial passed without a score there; return that
@@ -265,7 +271,11 @@ class TopFractionBracket(Bracket):
         for rung in self.passed(step):
             if trial_id in rung.recorded:
                 continue
-            return None if self._continues(rung, self._record(rung, trial_id, score)) else rung
+            value = self._record(rung, trial_id, score)
+            if self._continues(rung, value) or (self.runner_ups is not None and
+                                                self.runner_ups.goes_on(rung, trial_id, value)):
+                return None
+            return rung
         self._recorded_below[trial_id] = next((rung.milestone for rung in reversed(self.rungs)
                                                if rung.milestone > step), math.inf)
         return None

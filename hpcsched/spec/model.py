@@ -63,6 +63,7 @@ class SchedulerSpec:
     speculative: bool = False  # true: the paper's speculative evaluation (pauses decided at every step)
     rung_trust: str = "learned"  # learned: kept by the rungs' correlation with the end | fixed: 1/eta (paper)
     rung_value: str = "forecast"  # forecast: rungs rank by the curve's forecast | score: by the score (paper)
+    runner_ups: bool = True  # learned trust: the lowest rung's first eta runner-ups check its cut (runner_ups.py)
     entrance: str | float = "deadline"  # deadline | adaptive (paper) | none | fraction of the deadline
     allocation: str = "uniform"  # uniform | top_job | none
     overhead_aware: bool = True
