@@ -135,9 +135,20 @@ def test_runner_ups_are_chosen_while_those_chosen_take_less_than_one_eta_squared
     names = [f"t{i}" for i in range(8)] + ["up", "u2", "u3"]
     bracket = _bracket({name: 10.0 for name in names})  # every step 10 s; a runner-up steps 1 -> 16: 150 s
     assert bracket.runner_ups is not None
-    bracket.runner_ups._pace.atom_time = 16 * 150.0 * 1.5  # 1/16 of it: 1.5 runner-ups' steps
+    bracket.runner_ups._pace.run_atoms = (8, 16 * 150.0 * 1.5 / 8)  # 1/16 of the atom-time: 1.5 runner-ups' steps
     for i in range(8):
         bracket.evaluate(f"t{i}", 1, 1.0 - i / 10)
     assert bracket.evaluate("up", 1, 0.75) is None and bracket.evaluate("u2", 1, 0.75) is None
     assert bracket.evaluate("u3", 1, 0.75) is bracket.rungs[-1]  # two chosen take more than 1/16 already
     assert list(bracket.runner_ups.trials) == ["up", "u2"]
+
+
+def test_no_more_runner_ups_than_half_the_run_s_atoms():
+    names = [f"t{i}" for i in range(8)] + ["up", "u2", "u3"]
+    bracket = _bracket({name: 10.0 for name in names})
+    assert bracket.runner_ups is not None
+    bracket.runner_ups._pace.run_atoms = (4, 1e9)  # time for many, atoms for two
+    for i in range(8):
+        bracket.evaluate(f"t{i}", 1, 1.0 - i / 10)
+    assert bracket.evaluate("up", 1, 0.75) is None and bracket.evaluate("u2", 1, 0.75) is None
+    assert bracket.evaluate("u3", 1, 0.75) is bracket.rungs[-1]

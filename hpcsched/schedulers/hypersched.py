@@ -249,7 +249,7 @@ class HyperSched:
 
     def decide(self, situation: Situation) -> list[Decision]:
         out: list[Decision] = []
-        self.pace.atom_time = situation.total_atoms * (situation.deadline - situation.started_at)  # (runner_ups.py)
+        self.pace.run_atoms = (situation.total_atoms, situation.deadline - situation.started_at)  # (runner_ups.py)
         if not self.closed:
             reason = self.entrance.close_reason(self._moment(situation), lambda: self._leaders_grow(situation))
             if reason is not None:

@@ -28,7 +28,7 @@ class Pace:
         self._run_step_times = RunningQuantile(0.5)  # steps timed on one atom; grows with every report
         self._quick_steps = RunningQuantile(QUICK)  # the same steps' lower quartile, while asked for:
         self.quick_wanted = False  # (a runner-up is still to be chosen: runner_ups.py)
-        self.atom_time = math.inf  # the run's atoms times its length, in seconds (set by the policy)
+        self.run_atoms = (0, math.inf)  # the run's atoms and its length in seconds (set by the policy)
         self._own: dict[str, list[float]] = {}
         self._own_median: dict[str, float] = {}  # (of _own: asked at most decisions, changed at reports)
         self._furthest: dict[str, int] = {}  # the furthest step each trial reported

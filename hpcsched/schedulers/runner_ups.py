@@ -7,7 +7,7 @@ configurations that end in the pool's best sixth is in step 1's top quarter, who
 runner-ups on, unjudged, to the check rung (two rungs up, or the highest rung below it at most half-way
 to R, so that a check costs less than a trial trained to the end): trials it would pause, ranked within
 twice its kept share, stepping no slower than the run's lower quartile of steps (the cheapest to check),
-while those chosen take less than 1/eta^2 of the run's atom-time. On the rungs above the lowest they
+while those chosen take less than 1/eta^2 of the run's atom-time and half its atoms. On the rungs above the lowest they
 take no place of the trials that passed the cuts. While one of them leads the check rung, each rung
 below keeps at least down to where that runner-up stood there (at most a half): the run's own evidence
 that its cuts lose its best.
@@ -53,11 +53,13 @@ class RunnerUps:
 
     def _affordable(self, lowest: Rung) -> float:
         """How many runner-ups' steps from the lowest rung to the check rung, at the run's median step, make
-        1/eta^2 of the run's atom-time: one is chosen while fewer were (eta on lstm-ptb at 2M)."""
+        1/eta^2 of the run's atom-time, and at most half its atoms: one is chosen while fewer were (eta on
+        lstm-ptb at 2M)."""
+        atoms, length = self._pace.run_atoms
         step = self._pace.run_step_time()
-        if step is None or self.check_steps <= lowest.milestone:
+        if step is None or self.check_steps <= lowest.milestone or not atoms:
             return self.budget
-        return self._pace.atom_time / (lowest.eta ** 2 * (self.check_steps - lowest.milestone) * step)
+        return min(atoms / 2, atoms * length / (lowest.eta ** 2 * (self.check_steps - lowest.milestone) * step))
 
     def in_share(self, rung: Rung, score: float, keep: float | None) -> bool:
         """ASHA's test at a rung above the lowest, among the trials that are no runner-ups: the best
