@@ -117,18 +117,37 @@ def test_the_check_rung_is_two_above_the_lowest_or_the_highest_below_it_half_way
         assert runner_ups.check == 0 and runner_ups.budget == 0
 
 
-def test_runner_ups_passing_a_rung_take_no_place_of_the_trials_that_passed_the_cuts():
-    runner_ups = RunnerUps(4, 2, 16, _pace({}), keep=lambda level: 0.25)
+def test_trials_set_aside_count_neither_in_a_rung_nor_above_a_score():
     rung = Rung(4, 4, 1)
     for i in range(8):
         rung.record(f"t{i}", 1.0 - i / 10)  # t0 best
     for name in ("a", "b"):
-        runner_ups.trials[name] = None
-        rung.record(name, 2.0)  # runner-ups that rank above every trial at this rung
-    # ASHA over all 10 would keep 2 and so only the runner-ups; among the 8 others, t0 and t1 go on
-    assert runner_ups.in_share(rung, 1.0, 0.25) and runner_ups.in_share(rung, 0.9, 0.25)
-    assert not runner_ups.in_share(rung, 0.8, 0.25)
+        rung.record(name, 2.0)  # above every other trial at this rung
+    # over all 10, a quarter keeps 2: only a and b; with them aside, t0 and t1 of the 8 others
     assert not rung.in_top_fraction(1.0, 0.25)
+    assert rung.in_top_fraction(1.0, 0.25, aside=("a", "b")) and rung.in_top_fraction(0.9, 0.25, aside=("a", "b"))
+    assert not rung.in_top_fraction(0.8, 0.25, aside=("a", "b", "never-recorded"))
+
+
+def test_runner_ups_passing_a_rung_take_no_place_of_the_trials_that_passed_the_cuts():
+    names = [f"t{i}" for i in range(8)] + ["u1", "u2"]
+    bracket = _bracket({name: 10.0 for name in names})
+    assert bracket.runner_ups is not None
+    for i in range(8):
+        bracket.evaluate(f"t{i}", 1, 1.0 - i / 10)  # t0 best ... t7 worst
+    for name in ("u1", "u2"):
+        assert bracket.evaluate(name, 1, 0.75) is None and name in bracket.runner_ups.trials
+    rung4 = bracket.rungs[-2]
+    for name in ("u1", "u2"):
+        assert bracket.evaluate(name, 4, 2.0) is None  # runner-ups that rank above every trial at step 4
+    for i in range(7):
+        bracket.evaluate(f"t{i}", 4, 1.0 - i / 10)
+    # of the 7 trials that are no runner-ups, floor(7 / 4) = 1 goes on: t0; ASHA over all 9 would keep
+    # 2 and so only the runner-ups
+    assert not bracket.rungs[-2].in_top_fraction(1.0, 0.25)
+    assert bracket._continues(rung4, 1.0) and not bracket._continues(rung4, 0.9)
+    assert bracket.evaluate("t7", 4, 0.95) is None  # t7 (second of 8 others: floor(8 / 4) = 2) goes on
+    assert bracket.evaluate("late", 4, 0.3) is rung4
 
 
 def test_runner_ups_are_chosen_while_those_chosen_take_less_than_one_eta_squared_of_the_atom_time():

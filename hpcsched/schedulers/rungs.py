@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 if TYPE_CHECKING:
     from hpcsched.schedulers.runner_ups import RunnerUps
@@ -98,10 +98,13 @@ class Rung:
         """How many recorded scores are strictly better than ``score``."""
         return len(self._sorted) - bisect.bisect_right(self._sorted, score)
 
-    def in_top_fraction(self, score: float, keep: float | None = None) -> bool:
-        """ASHA's test: among the best floor(n * keep) recorded scores (keep defaults to 1 / eta)."""
+    def in_top_fraction(self, score: float, keep: float | None = None, aside: Iterable[str] = ()) -> bool:
+        """ASHA's test: among the best floor(n * keep) recorded scores (keep defaults to 1 / eta); the
+        trials ``aside`` (those recorded here) count neither in n nor above ``score``."""
         keep = 1.0 / self.eta if keep is None else keep
-        return self.rank(score) < int(len(self._sorted) * keep + 1e-9)
+        set_aside = [value for value in map(self.recorded.get, aside) if value is not None]
+        above = sum(value > score for value in set_aside)
+        return self.rank(score) - above < int((len(self._sorted) - len(set_aside)) * keep + 1e-9)
 
     # paused trials
     def add_paused(self, trial_id: str) -> None:
@@ -259,9 +262,9 @@ class TopFractionBracket(Bracket):
         return None if self.quantile is None else 1.0 - self.quantile(rung.level)
 
     def _continues(self, rung: Rung, score: float) -> bool:
-        if self.runner_ups is None or not rung.level:
-            return rung.in_top_fraction(score, self._keep(rung))
-        return self.runner_ups.in_share(rung, score, self._keep(rung))
+        # above the lowest rung, the runner-ups passing through take no place of the trials that passed the cuts
+        aside = self.runner_ups.trials if self.runner_ups is not None and rung.level else ()
+        return rung.in_top_fraction(score, self._keep(rung), aside)
 
     def evaluate(self, trial_id: str, step: int, score: float) -> Rung | None:
         """Record the report at the highest rung the trial passed without a score there; return that

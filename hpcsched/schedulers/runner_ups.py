@@ -61,19 +61,6 @@ class RunnerUps:
             return self.budget
         return min(atoms / 2, atoms * length / (lowest.eta ** 2 * (self.check_steps - lowest.milestone) * step))
 
-    def in_share(self, rung: Rung, score: float, keep: float | None) -> bool:
-        """ASHA's test at a rung above the lowest, among the trials that are no runner-ups: the best
-        floor(n * keep) of them go on (keep defaulting to 1/eta), so that the runner-ups passing through
-        add no place to those that go on."""
-        keep = 1.0 / rung.eta if keep is None else keep
-        here = above = 0
-        for trial_id in self.trials:
-            value = rung.recorded.get(trial_id)
-            if value is not None:
-                here += 1
-                above += value > score
-        return rung.rank(score) - above < int((len(rung) - here) * keep + 1e-9)
-
     def floor(self, rung: Rung, check: Rung) -> float:
         """The share of ``rung`` (below the ``check`` rung) down to where the check rung's leader stood
         there, when a runner-up leads it over at least one other trial (else 0), at most MOST_KEPT."""
