@@ -8,6 +8,7 @@ import shutil
 import pytest
 import yaml
 
+from hpcsched.core.state import LIVE
 from tests.runs import TOY, hpcsched, records, start, wait_for, write_spec
 
 pytestmark = pytest.mark.slow
@@ -27,7 +28,8 @@ def test_status_while_running_and_after(tmp_path):
         data = json.loads(hpcsched("status", str(run), "--json").stdout)
         assert data["controller"]["alive"] is True and data["finished"] is None
         assert data["atoms_in_use"] == 2 and 0 < data["time_left"] <= 25
-        assert {t["status"] for t in data["trials"]} & {"running", "launching"}
+        # (a trial holding atoms may be stopping just then: in one CI run on a loaded machine both were)
+        assert {t["status"] for t in data["trials"]} & {str(status) for status in LIVE}
     finally:
         out, _ = controller.communicate(timeout=60)
     assert controller.returncode == 0
