@@ -5,6 +5,7 @@ they choose among a replayed benchmark's recorded configurations."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from hpcsched.core.records import Reported, TrialCreated
 from hpcsched.samplers.gp_ei import GpEiSampler
 from hpcsched.samplers.kde import KdeSampler
 from hpcsched.loop.simulate import simulate_run
+from hpcsched.schedulers import make_scheduler
 from hpcsched.core.space import parse_space
 from hpcsched.spec import parse_experiment
 from hpcsched.workloads.configs import load_configs
@@ -87,12 +89,19 @@ def test_below_its_lowest_step_it_picks_at_random_and_from_there_by_the_model():
     assert [late.choose(i, candidates) for i in range(20, 30)] == [2] * 10
 
 
-def test_a_random_fraction_of_its_picks_stay_random():
-    sampler = _sampler(random_fraction=0.5)
+@pytest.mark.parametrize("name", MODELS)
+def test_a_random_fraction_of_its_picks_stay_random_and_it_says_which_were_the_model_s(name):
+    sampler = _sampler(random_fraction=0.5, name=name)
+    assert not sampler.from_model(0) and sampler.config(0) and not sampler.from_model(0)  # no model yet
     _feed(sampler, EVIDENCE)
     candidates = [{"lr": 0.5, "opt": "sgd"}] * 9 + [{"lr": 3e-4, "opt": "adam"}]
     picks = [sampler.choose(i, candidates) for i in range(200)]
-    assert 0.3 < np.mean([p != 9 for p in picks]) < 0.6
+    modelled = [sampler.from_model(i) for i in range(200)]
+    assert 0.3 < np.mean([p != 9 for p in picks]) < 0.6 and 0.4 < np.mean(modelled) < 0.6
+    assert all(pick == 9 for pick, by_model in zip(picks, modelled) if by_model)  # the model's: the good one
+    always = _sampler(name=name)  # (no random fraction)
+    _feed(always, EVIDENCE)
+    assert always.config(300) and always.from_model(300) and not always.from_model(301)
 
 
 def _synthetic_spec(sampler, deadline: float = 30):
@@ -155,6 +164,23 @@ def test_in_a_replayed_benchmark_it_chooses_among_the_unused_recorded_configurat
     kde = sum((picked({"name": name, "startup_trials": 4}, seed) for seed in range(4)), [])
     random = sum((picked("random", seed) for seed in range(4)), [])
     assert np.median(kde) < np.median(random) - 0.5
+
+
+@pytest.mark.parametrize("kind", ["asha", "hypersched"])
+def test_the_journal_says_which_trials_the_model_proposed_and_the_scheduler_learns_it(tmp_path, kind):
+    """In a run the first trials are random draws (no model yet), later ones mostly the model's; each
+    trial_created record says which, and a scheduler shown the journal holds the model's proposals."""
+    spec = _synthetic_spec({"name": "gpei", "startup_trials": 10})
+    spec = replace(spec, variants=(replace(spec.variants[0], scheduler=replace(spec.variants[0].scheduler,
+                                                                                kind=kind)),))
+    log = tmp_path / "events.jsonl"
+    simulate_run(spec, spec.variants[0], 3, event_log=log)
+    created = [r for r in read_journal(log) if isinstance(r, TrialCreated)]
+    assert not any(r.from_model for r in created[:10]) and sum(r.from_model for r in created[10:]) > 5
+    scheduler = make_scheduler(spec.variants[0].scheduler, "max")
+    for record in created:
+        scheduler.observe(record, None)
+    assert scheduler.bracket.from_model == {r.trial for r in created if r.from_model}  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("sampler, problem", [

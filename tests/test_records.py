@@ -95,3 +95,12 @@ def test_an_exit_of_the_environment_is_marked_retryable_only_where_it_is():
     retryable = Exited(3.5, "t0000", ExitOutcome.ERRORED, 2, "OSError: [Errno 28]", retryable=True)
     assert to_json(retryable)["retryable"] is True and from_json(to_json(retryable)) == retryable
     assert "retryable" not in to_json(Exited(3.5, "t0000", ExitOutcome.ERRORED, 2, "boom"))  # as in version 2
+
+
+def test_a_trial_is_marked_as_the_model_s_proposal_only_where_it_is():
+    proposed = TrialCreated(0.0, "t0007", 7, {"lr": 0.1}, from_model=True)
+    assert to_json(proposed)["from_model"] is True and from_json(to_json(proposed)) == proposed
+    drawn = to_json(TrialCreated(0.0, "t0000", 0, {"lr": 0.1}))
+    assert "from_model" not in drawn and from_json(drawn).from_model is False  # as in version 3
+    with pytest.raises(ValueError, match="from_model"):
+        from_json({**drawn, "from_model": "yes"})

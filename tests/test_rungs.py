@@ -92,3 +92,32 @@ def test_a_report_between_milestones_records_nothing_and_the_next_milestone_reco
     assert rung4.recorded["a"] == 0.95
     bracket.evaluate("a", 6, 0.2)
     assert rung4.recorded["a"] == 0.95 and len(rung4) == 1
+
+
+def test_the_lowest_rung_judges_every_trial_among_the_random_draws_once_enough_are_there():
+    """A sampler's model proposals (``from_model``) that start fast raise the bar over all trials; the lowest
+    rung sets them aside once 2 eta random draws are recorded there, so a trial is judged among those."""
+    bracket = TopFractionBracket(1, 16, 4)  # rungs at 1 and 4, a quarter kept
+    lowest = bracket.rungs[-1]
+    for i in range(9):
+        bracket.from_model.add(f"m{i}")
+    for i in range(8):
+        bracket.evaluate(f"m{i}", 1, 0.9 + i / 100)  # the model's proposals, all high at step 1
+    for i in range(6):
+        bracket.evaluate(f"d{i}", 1, 0.1 * i)  # random draws: 0.0 ... 0.5
+    # 7 draws with "late", fewer than 2 eta: judged over all 15, where a quarter keeps 0.97, 0.96 and 0.95
+    assert bracket.evaluate("late", 1, 0.65) is lowest
+    assert bracket.evaluate("m8", 1, 0.93) is lowest
+    bracket.pause_at("late", lowest)
+    bracket.pause_at("m8", lowest)
+    # the 8th draw: from now on every trial is judged among the draws alone (a quarter of 8 keeps 2)
+    assert bracket.evaluate("d6", 1, 0.6) is None  # second to "late"
+    assert bracket.evaluate("m9", 1, 0.62) is None  # the model's, below "late" alone among the draws
+    assert bracket.evaluate("d7", 1, 0.55) is lowest  # 0.65 and 0.6 lead the 9 draws
+    assert bracket.best_promotable() == "m8"  # the best paused, now among the draws' top quarter
+    bracket.unpause("m8")
+    assert bracket.best_promotable() == "late"
+    rung4 = bracket.rungs[-2]
+    for i in range(3, 8):  # above the lowest rung the model's proposals count as any trial does
+        bracket.evaluate(f"m{i}", 4, 1.0 + i)
+    assert bracket.evaluate("d6", 4, 0.7) is rung4

@@ -17,7 +17,8 @@ from hpcsched.core.errors import shown
 from hpcsched.core.mode import Mode
 from hpcsched.core.outcomes import ExitOutcome
 
-JOURNAL_VERSION = 3  # 2: controller_stopped and run_extended records; 3: exited.retryable (earlier read as before)
+JOURNAL_VERSION = 4  # 2: controller_stopped and run_extended records; 3: exited.retryable; 4: trial_created.from_model
+# (3 and 4: fields written only when true, earlier journals read as before)
 
 
 class FinishReason(str, Enum):
@@ -79,10 +80,14 @@ class RunStarted:
 
 @dataclass(frozen=True)
 class TrialCreated:
+    """A trial and its configuration. ``from_model`` (journal version 4, written only when true): the
+    sampler's model proposed the configuration, rather than a random draw."""
+
     t: float
     trial: str
     index: int
     config: dict[str, Any]
+    from_model: bool = False
     kind: str = field(default="trial_created", init=False)
 
 
@@ -220,7 +225,7 @@ _ENUM_FIELDS: dict[tuple[type, str], type[Enum]] = {(Launched, "reason"): Launch
                                                      (StopRequested, "intent"): StopIntent,
                                                      (Exited, "outcome"): ExitOutcome,
                                                      (RunStarted, "mode"): Mode}
-_OMITTED_WHEN_EMPTY = {"metrics", "retryable"}  # written only when set (journals stay as small as before)
+_OMITTED_WHEN_EMPTY = {"metrics", "retryable", "from_model"}  # written only when set (journals stay as small as before)
 MAX_NESTING = 32  # how deep a record's mappings (a trial's config, a report's metrics) may nest
 
 

@@ -255,7 +255,9 @@ class Controller:
             if self.settings.max_trials is not None and index >= self.settings.max_trials:
                 raise SchedulerError(f"{d}: no trials left to start")
             trial_id = f"t{index:04d}"
-            self._commit(TrialCreated(now, trial_id, index, self.sampler.config(index)))
+            config = self.sampler.config(index)
+            from_model = getattr(self.sampler, "from_model", None)  # (optional: samplers/__init__.py)
+            self._commit(TrialCreated(now, trial_id, index, config, from_model=bool(from_model and from_model(index))))
             self._launch(trial_id, d.atoms, LaunchReason.START)
         elif isinstance(d, ResumeTrial):
             if st.trials[d.trial_id].status != TrialStatus.PAUSED:

@@ -178,6 +178,10 @@ class _CurveNaming:
         curve = self.executor.curve(index, config)
         return {**config, **(curve.config or {}), "curve": curve.key}
 
+    def from_model(self, index: int) -> bool:
+        from_model = getattr(self.sampler, "from_model", None)
+        return bool(from_model and from_model(index))
+
     def observe(self, record: Record) -> None:
         self.sampler.observe(record)
 

@@ -19,7 +19,10 @@ deciding fidelity, pauses and atoms; a sampler only proposes configurations.
 
 A sampler may have ``choose(index, candidates) -> position``: where the run draws from a fixed pool
 (a trace replayed with its configurations table) it is asked to pick among the unused ones instead of
-proposing a point whose nearest recorded configuration is replayed.
+proposing a point whose nearest recorded configuration is replayed. And ``from_model(index) -> bool``
+(``kde``, ``gpei``): whether trial ``index``'s proposal came from the model rather than a random draw; the
+journal says so of each trial, and the schedulers' lowest rung judges by the random draws alone
+(schedulers/rungs.py).
 
 May import: ``core`` only (the records a sampler learns from, the space it proposes in).
 """
@@ -71,7 +74,8 @@ class SamplerSpec:
 
 
 class ConfigSampler(Protocol):
-    """Proposes trial configurations; learns from the journal's records if it wants to."""
+    """Proposes trial configurations; learns from the journal's records if it wants to (optionally
+    ``choose`` and ``from_model``, above: without ``from_model`` every proposal counts as a random draw)."""
 
     @property
     def capacity(self) -> int | None: ...  # how many distinct trials it can propose (None: unlimited)

@@ -72,6 +72,7 @@ class GpEiSampler(KdeSampler):
         data = self._data(rng)
         if data is None:
             return self._random.config(index)
+        self._from_model.add(index)
         x, y = data
         width = len(self._params)
         local = x[np.argsort(-y)[:max(1, LOCAL_CANDIDATES // 8)]]
@@ -90,6 +91,7 @@ class GpEiSampler(KdeSampler):
         data = self._data(rng)
         if data is None:
             return int(rng.integers(len(candidates)))
+        self._from_model.add(index)
         x, y = data
         pool = self._scaled(np.array([self._unit(c) for c in candidates]))
         return int(np.argmax(expected_improvement(x, y, pool)))

@@ -90,6 +90,7 @@ class KdeSampler:
         self._random = Sampler(space, seed)
         self._units: dict[str, np.ndarray] = {}  # trial -> its configuration on the unit scale
         self._scores: dict[str, dict[int, float]] = {}  # trial -> step -> first finite score there
+        self._from_model: set[int] = set()  # the trial indices whose proposal the model made
 
     def config(self, index: int) -> dict[str, Any]:
         """Trial ``index``'s configuration: the best of candidates drawn from the good density."""
@@ -97,6 +98,7 @@ class KdeSampler:
         model = self._model(rng)
         if model is None:
             return self._random.config(index)
+        self._from_model.add(index)
         good, _ = model
         units = np.array([self._draw(good, rng) for _ in range(CANDIDATES)])
         best = units[int(np.argmax(self._ratio(model, units)))]
@@ -109,7 +111,12 @@ class KdeSampler:
         model = self._model(rng)
         if model is None:
             return int(rng.integers(len(candidates)))
+        self._from_model.add(index)
         return int(np.argmax(self._ratio(model, np.array([self._unit(c) for c in candidates]))))
+
+    def from_model(self, index: int) -> bool:
+        """Whether trial ``index``'s proposal came from the model rather than a random draw."""
+        return index in self._from_model
 
     def observe(self, record: Record) -> None:
         """Learn from one journal record (live, or replayed in order on resume)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from hpcsched.core.mode import Mode
-from hpcsched.core.records import Exited, Launched, Record, Reported, StopRequested
+from hpcsched.core.records import Exited, Launched, Record, Reported, StopRequested, TrialCreated
 from hpcsched.schedulers.decisions import (Decision, PauseTrial, ResumeTrial, Situation, StartTrial, StopTrial,
                                            rung_steps)
 from hpcsched.core.decision_steps import DecisionSteps
@@ -43,6 +43,8 @@ class ASHA:
         elif isinstance(record, Launched):
             self._live.add(record.trial)
             self.bracket.unpause(record.trial)
+        elif isinstance(record, TrialCreated) and record.from_model:
+            self.bracket.from_model.add(record.trial)
         elif isinstance(record, StopRequested):
             self._live.discard(record.trial)
             self._verdicts.pop(record.trial, None)

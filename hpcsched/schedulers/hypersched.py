@@ -14,7 +14,8 @@ import math
 from collections.abc import Container, Iterator
 
 from hpcsched.core.mode import Mode
-from hpcsched.core.records import EntranceClosed, Exited, Launched, Record, Reported, Running, StopIntent, StopRequested
+from hpcsched.core.records import (EntranceClosed, Exited, Launched, Record, Reported, Running, StopIntent,
+                                   StopRequested, TrialCreated)
 from hpcsched.schedulers.allocation import allowed_size, worth_resizing
 from hpcsched.schedulers.decisions import (CloseEntrance, Decision, PauseTrial, ResizeTrial, ResumeTrial, Situation,
                                            StartTrial, StopTrial, rung_steps)
@@ -86,6 +87,8 @@ class HyperSched:
             self._on_exit(record, trial)
         elif isinstance(record, EntranceClosed):
             self.closed = True
+        elif isinstance(record, TrialCreated) and record.from_model:
+            self.bracket.from_model.add(record.trial)
 
     def _on_report(self, record: Reported, trial: TrialView | None) -> None:
         self.live.reported_at(record.trial, record.t)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Collection, Iterable
 
 if TYPE_CHECKING:
     from hpcsched.schedulers.runner_ups import RunnerUps
@@ -144,6 +144,7 @@ class Bracket:
         self.rungs = tuple(Rung(m, eta, level, tally) for level, m in reversed(list(enumerate(marks))))
         self.paused_at: dict[str, Rung] = {}
         self.value: Callable[[str, int, float], float] | None = None
+        self.from_model: set[str] = set()  # trials whose configuration a sampler's model proposed (journal)
 
     def _record(self, rung: Rung, trial_id: str, score: float) -> float:
         """Record the trial's first arrival at ``rung``; return what the rung holds for it."""
@@ -248,6 +249,12 @@ class TopFractionBracket(Bracket):
 
     ``quantile(level)`` (optional) sets the fraction paused at each rung: a trial continues when
     among the best floor(n * (1 - quantile)); the default quantile 1 - 1/eta is ASHA's.
+
+    The test assumes that the trials arriving at the lowest rung are drawn alike. A sampler's model
+    proposes configurations it fitted on the early steps, so its proposals raise the lowest rung's bar and
+    cut the trials that start slowly and end best (lcbench-167181: gpei below random sampling). So once
+    2 eta random draws are recorded there, the lowest rung judges every trial among the random draws alone
+    (``from_model`` set aside); with random sampling nothing changes.
     """
 
     def __init__(self, r: int, R: int, eta: float, quantile: Callable[[int], float] | None = None,
@@ -262,9 +269,16 @@ class TopFractionBracket(Bracket):
         return None if self.quantile is None else 1.0 - self.quantile(rung.level)
 
     def _continues(self, rung: Rung, score: float) -> bool:
-        # above the lowest rung, the runner-ups passing through take no place of the trials that passed the cuts
-        aside = self.runner_ups.trials if self.runner_ups is not None and rung.level else ()
-        return rung.in_top_fraction(score, self._keep(rung), aside)
+        return rung.in_top_fraction(score, self._keep(rung), self._aside(rung))
+
+    def _aside(self, rung: Rung) -> Collection[str]:
+        """The trials ``rung``'s test sets aside: at the lowest, the model's proposals (once 2 eta random
+        draws are recorded there); above it, the runner-ups passing through, which take no place of the
+        trials that passed the cuts."""
+        if rung.level:
+            return self.runner_ups.trials if self.runner_ups is not None else ()
+        drawn = len(rung) - sum(trial_id in rung.recorded for trial_id in self.from_model)
+        return self.from_model if drawn >= 2 * rung.eta else ()
 
     def evaluate(self, trial_id: str, step: int, score: float) -> Rung | None:
         """Record the report at the highest rung the trial passed without a score there; return that
