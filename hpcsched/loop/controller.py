@@ -18,7 +18,7 @@ from hpcsched.core.clock import Clock
 from hpcsched.executors.base import Executor, LaunchRequest, TrialExit, TrialReport, TrialStarted
 from hpcsched.loop.feed import feed
 from hpcsched.rundir.journal import Journal
-from hpcsched.samplers import ConfigSampler
+from hpcsched.samplers import ConfigSampler, proposed_by_model
 from hpcsched.core.records import (ControllerResumed, ControllerStopped, EntranceClosed, Exited, FinishReason, Launched,
                                    LaunchReason, Record, Reported, RunExtended, RunFinished, RunStarted, Running,
                                    StopIntent, StopRequested, TrialCreated)
@@ -256,8 +256,7 @@ class Controller:
                 raise SchedulerError(f"{d}: no trials left to start")
             trial_id = f"t{index:04d}"
             config = self.sampler.config(index)
-            from_model = getattr(self.sampler, "from_model", None)  # (optional: samplers/__init__.py)
-            self._commit(TrialCreated(now, trial_id, index, config, from_model=bool(from_model and from_model(index))))
+            self._commit(TrialCreated(now, trial_id, index, config, from_model=proposed_by_model(self.sampler, index)))
             self._launch(trial_id, d.atoms, LaunchReason.START)
         elif isinstance(d, ResumeTrial):
             if st.trials[d.trial_id].status != TrialStatus.PAUSED:

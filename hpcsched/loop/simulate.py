@@ -23,7 +23,7 @@ from hpcsched.executors.sim import SimExecutor
 from hpcsched.rundir.journal import JsonlJournal, NullJournal
 from hpcsched.rundir.sim_layout import journal_path, summary_path
 from hpcsched.core.records import Record
-from hpcsched.samplers import ConfigSampler, make_sampler
+from hpcsched.samplers import ConfigSampler, make_sampler, proposed_by_model
 from hpcsched.core.space import Space
 from hpcsched.spec import Experiment, Spec, Variant
 from hpcsched.core.state import RunState, TrialStatus
@@ -179,8 +179,7 @@ class _CurveNaming:
         return {**config, **(curve.config or {}), "curve": curve.key}
 
     def from_model(self, index: int) -> bool:
-        from_model = getattr(self.sampler, "from_model", None)
-        return bool(from_model and from_model(index))
+        return proposed_by_model(self.sampler, index)
 
     def observe(self, record: Record) -> None:
         self.sampler.observe(record)

@@ -85,6 +85,13 @@ class ConfigSampler(Protocol):
     def observe(self, record: Record) -> None: ...
 
 
+def proposed_by_model(sampler: ConfigSampler, index: int) -> bool:
+    """Whether ``sampler`` says its model made trial ``index``'s proposal (a sampler without ``from_model``
+    draws at random as far as the run knows)."""
+    from_model = getattr(sampler, "from_model", None)
+    return bool(from_model and from_model(index))
+
+
 def missing_modules(name: str) -> list[str]:
     """The modules sampler ``name`` needs that are not installed."""
     needs = NEEDS.get(name, ("optuna",) if name.startswith(OPTUNA_PREFIX) else ())
